@@ -1,0 +1,208 @@
+"""OHR-Bench (v1) from its upstream GitHub layout (github.com/opendatalab/OHR-Bench).
+
+    qas.jsonl | qas.json      rows {doc_name "domain/stem", ID, questions, answers, doc_type,
+                              answer_form, evidence_source, evidence_context, evidence_page_no,
+                              is_extra_qa}
+    retrieval_base/gt/<domain>/<stem>.json    [{page_idx, text}, ...] (ground-truth parse)
+
+A document is its pages joined with a blank line, one level-1 section per page. Evidence is a
+snippet plus a page number: it is aligned in that page's span first, then in the whole document;
+the exact / normalised / unaligned shares go to the load report. HiChunk evaluates OHR-Bench as
+evidence-sparse single-hop QA, hence task "T0".
+
+Only documents that some QA row names are loaded, in order of first mention.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from harness.data.align import AlignmentReport, align_evidence
+from harness.data.base import SAMPLES_DIR, Dataset, DatasetLoader, files_digest
+from harness.data.local import RowFields, check_limit, find_file, read_rows
+from harness.types import ConfigError, DataError, Document, Query, Section, Span
+
+BUNDLED = SAMPLES_DIR / "ohr_bench"
+PAGE_SEPARATOR = "\n\n"
+
+
+def _as_domains(domains) -> tuple[str, ...] | None:
+    if domains is None:
+        return None
+    if isinstance(domains, str):
+        return (domains,)
+    return tuple(str(d) for d in domains)  # Hydra passes a ListConfig
+
+
+class OHRBench(DatasetLoader):
+    """``path``: the folder holding ``qas.jsonl`` and ``retrieval_base/`` (None: bundled sample).
+
+    ``domains`` keeps documents of those domains; ``min_words`` drops documents with fewer
+    words (HiChunk keeps those over 4k); ``max_docs`` keeps the first N documents left and
+    ``max_queries`` the first N of their queries. Every drop is counted in the report.
+    """
+
+    def __init__(self, path: str | Path | None = None, name: str = "ohrbench",
+                 max_docs: int | None = None, max_queries: int | None = None,
+                 domains=None, min_words: int = 0):
+        self.path = BUNDLED if path is None else Path(path)
+        self.name = name
+        self.max_docs = check_limit("max_docs", max_docs)
+        self.max_queries = check_limit("max_queries", max_queries)
+        self.domains = _as_domains(domains)
+        if check_limit("min_words", min_words) is None:
+            raise ConfigError("min_words must be an integer >= 0, got None")
+        self.min_words = min_words
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _qas_path(self) -> Path:
+        return find_file(self.path, "qas", (".jsonl", ".json"))
+
+    def _doc_path(self, doc_name: str) -> Path:
+        return self.path / "retrieval_base" / "gt" / f"{doc_name}.json"
+
+    def _qa_rows(self) -> list[RowFields]:
+        rows, seen = [], set()
+        for location, raw in read_rows(self._qas_path(), self.name):
+            f = RowFields(self.name, location, raw, "ID")
+            qid = f.get("ID", str)
+            if qid in seen:
+                raise f.error("ID", f"duplicate ID {qid!r}")
+            seen.add(qid)
+            parts = f.get("doc_name", str).split("/")
+            if len(parts) != 2 or not all(parts) or ".." in parts:
+                raise f.error("doc_name", f"must be 'domain/stem', got {f.raw['doc_name']!r}")
+            rows.append(f)
+        return rows
+
+    def _selected_doc_names(self, rows: list[RowFields]) -> tuple[list[str], int]:
+        """Documents in order of first mention, after the domain filter; and how many it dropped."""
+        names = list(dict.fromkeys(f.raw["doc_name"] for f in rows))
+        if self.domains is None:
+            return names, 0
+        kept = [n for n in names if n.split("/")[0] in self.domains]
+        return kept, len(names) - len(kept)
+
+    def _read_document(self, doc_name: str, first_row: RowFields) -> Document:
+        path = self._doc_path(doc_name)
+        if not path.is_file():
+            raise first_row.error("doc_name", f"document file not found: {path}")
+        try:
+            pages = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise DataError(self.name, doc_name, "(whole file)",
+                            f"malformed JSON in {path}: {e}") from None
+        if not isinstance(pages, list):
+            raise DataError(self.name, doc_name, "(whole file)",
+                            f"{path} must hold a list of pages")
+        page_rows = [RowFields(self.name, str(path), p, "") for p in pages]
+        for f in page_rows:
+            f.row = doc_name  # errors name the document; the location names its file
+        texts = [f.get("text", str, label=f"pages[{i}].text") for i, f in enumerate(page_rows)]
+        sections, offset = [], 0
+        for i, (f, text) in enumerate(zip(page_rows, texts)):
+            page_idx = f.get("page_idx", int, label=f"pages[{i}].page_idx")
+            if text:  # an empty page has no span to mark (sections are non-empty spans)
+                sections.append(Section(offset, offset + len(text), 1, f"page {page_idx}"))
+            offset += len(text) + len(PAGE_SEPARATOR)
+        domain, stem = doc_name.split("/")
+        return Document(doc_id=doc_name, text=PAGE_SEPARATOR.join(texts), title=stem,
+                        sections=tuple(sections), language="en", meta={"domain": domain})
+
+    # -- loading -------------------------------------------------------------------------
+
+    def load(self) -> Dataset:
+        rows = self._qa_rows()
+        doc_names, dropped_domains = self._selected_doc_names(rows)
+        first_row = {}
+        for f in rows:
+            first_row.setdefault(f.raw["doc_name"], f)
+
+        documents, dropped_min_words = [], 0
+        for doc_name in doc_names:
+            if self.max_docs is not None and len(documents) == self.max_docs:
+                break
+            doc = self._read_document(doc_name, first_row[doc_name])
+            if len(doc.text.split()) < self.min_words:
+                dropped_min_words += 1
+                continue
+            documents.append(doc)
+        dropped_max_docs = len(doc_names) - len(documents) - dropped_min_words
+
+        by_id = {d.doc_id: d for d in documents}
+        kept_rows = [f for f in rows if f.raw["doc_name"] in by_id]
+        limited = kept_rows if self.max_queries is None else kept_rows[: self.max_queries]
+
+        alignment = AlignmentReport()
+        counters = {"evidence_missing": 0, "evidence_page_not_found": 0}
+        queries = [self._query(f, by_id[f.raw["doc_name"]], alignment, counters) for f in limited]
+
+        report = {
+            "n_docs": len(documents), "n_queries": len(queries),
+            **alignment.as_report("evidence"), **counters,
+            "docs_dropped_domains": dropped_domains,
+            "docs_dropped_min_words": dropped_min_words,
+            "docs_dropped_max_docs": dropped_max_docs,
+            "queries_dropped_doc_filters": len(rows) - len(kept_rows),
+            "queries_dropped_max_queries": len(kept_rows) - len(limited),
+        }
+        return Dataset(self.name, documents, queries, report).validate()
+
+    def _query(self, f: RowFields, doc: Document, alignment: AlignmentReport,
+               counters: dict[str, int]) -> Query:
+        answer = f.raw.get("answers")
+        # Numeric answers are strings upstream; accept a bare number without losing it.
+        if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+            answer = str(answer)
+        else:
+            answer = f.get("answers", str)
+        snippet = f.get("evidence_context", str, "")
+        page_no = f.get("evidence_page_no", int, None)
+        meta = {
+            "doc_type": f.get("doc_type", str, None),
+            "answer_form": f.get("answer_form", str, None),
+            "evidence_source": f.get("evidence_source", str, None),
+            "evidence_page_no": page_no,
+            "is_extra_qa": f.get("is_extra_qa", bool, None),
+            "evidence_text": [], "unaligned_evidence": [],
+        }
+        evidence = ()
+        if not snippet.strip():
+            counters["evidence_missing"] += 1  # nothing to align; counted, not hidden
+        else:
+            lo, hi = self._page_window(doc, page_no, counters)
+            found = alignment.add(align_evidence(doc.text, snippet, lo, hi))
+            if found:
+                start, end, _ = found
+                evidence = (Span(doc.doc_id, start, end),)
+                meta["evidence_text"] = [doc.text[start:end]]
+            else:
+                meta["unaligned_evidence"] = [snippet]
+        return Query(qid=f.raw["ID"], question=f.get("questions", str), answers=(answer,),
+                     doc_ids=(doc.doc_id,), evidence=evidence, task="T0", meta=meta)
+
+    @staticmethod
+    def _page_window(doc: Document, page_no: int | None,
+                     counters: dict[str, int]) -> tuple[int, int | None]:
+        """The evidence page's span; the whole text when the page is unknown."""
+        if page_no is not None:
+            for s in doc.sections:
+                if s.title == f"page {page_no}":
+                    return s.start, s.end
+        counters["evidence_page_not_found"] += 1
+        return 0, None
+
+    def fingerprint(self) -> str:
+        rows = self._qa_rows()
+        doc_names, _ = self._selected_doc_names(rows)
+        paths = [self._qas_path()] + [p for p in map(self._doc_path, doc_names) if p.is_file()]
+        params = json.dumps({"loader": "ohrbench/1", "name": self.name,
+                             "max_docs": self.max_docs, "max_queries": self.max_queries,
+                             "domains": self.domains, "min_words": self.min_words,
+                             # a file that appears later must change the key
+                             "missing": [n for n in doc_names if not self._doc_path(n).is_file()]},
+                            sort_keys=True)
+        return hashlib.sha256((files_digest(paths) + params).encode()).hexdigest()

@@ -1,0 +1,109 @@
+"""Character-span retrieval metrics, as Chroma's chunking evaluation defines them.
+
+Evidence E is the union of a query's evidence spans; the retrieved set R is the
+context's spans (a list: two overlapping chunks are both paid for).
+
+- recall    = |E ∩ ∪R| / |E|
+- precision = |E ∩ ∪R| / Σ|r|
+- IoU       = |E ∩ ∪R| / (Σ|r| + |E \\ ∪R|)
+- Precision-Omega: IoU's ratio over every chunk of the evidence documents that touches
+  E (independent of the retriever), the chunk set measured by its union: the best
+  precision this chunking allows.
+
+Spans of different documents never overlap. Queries without aligned evidence score NaN
+(left out of means, and counted).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+from harness.types import Chunk, Context, Query, Span
+
+Interval = tuple[int, int]
+
+
+def union(intervals: Iterable[Interval]) -> list[Interval]:
+    """Sorted, disjoint, merged intervals."""
+    out: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if s >= e:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def length(intervals: Iterable[Interval]) -> int:
+    return sum(e - s for s, e in intervals)
+
+
+def intersection_length(a: Sequence[Interval], b: Sequence[Interval]) -> int:
+    """Overlap of two sorted, disjoint interval lists."""
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def _by_doc(spans: Iterable[Span]) -> dict[str, list[Interval]]:
+    out: dict[str, list[Interval]] = defaultdict(list)
+    for s in spans:
+        out[s.doc_id].append((s.start, s.end))
+    return out
+
+
+def covered(evidence: Iterable[Span], retrieved: Iterable[Span]) -> tuple[int, int]:
+    """(|E ∩ ∪R|, |E|) summed over documents."""
+    ev, rv = _by_doc(evidence), _by_doc(retrieved)
+    hit = total = 0
+    for doc, spans in ev.items():
+        e = union(spans)
+        total += length(e)
+        hit += intersection_length(e, union(rv.get(doc, ())))
+    return hit, total
+
+
+def span_scores(evidence: Sequence[Span], retrieved: Sequence[Span]) -> dict[str, float]:
+    nan = float("nan")
+    hit, ev_len = covered(evidence, retrieved)
+    if ev_len == 0:
+        return {"span_recall": nan, "span_precision": nan, "span_iou": nan}
+    retrieved_len = sum(s.end - s.start for s in retrieved)
+    return {
+        "span_recall": hit / ev_len,
+        "span_precision": hit / retrieved_len if retrieved_len else 0.0,
+        "span_iou": hit / (retrieved_len + ev_len - hit),
+    }
+
+
+def precision_omega(evidence: Sequence[Span], chunks_by_doc: Mapping[str, Sequence[Chunk]]) -> float:
+    ev = _by_doc(evidence)
+    hit = ev_len = union_len = 0
+    for doc, spans in ev.items():
+        e = union(spans)
+        ev_len += length(e)
+        touching = union((c.start, c.end) for c in chunks_by_doc.get(doc, ())
+                         if intersection_length(e, [(c.start, c.end)]) > 0)
+        union_len += length(touching)
+        hit += intersection_length(e, touching)
+    if ev_len == 0:
+        return float("nan")
+    return hit / (union_len + ev_len - hit)
+
+
+class SpanOverlap:
+    """Span recall / precision / IoU of the context, and the chunking's Precision-Omega."""
+
+    def __call__(self, query: Query, context: Context, answer, chunks_by_doc) -> dict[str, float]:
+        scores = span_scores(query.evidence, context.spans)
+        scores["span_precision_omega"] = precision_omega(query.evidence, chunks_by_doc)
+        return scores

@@ -1,0 +1,48 @@
+"""The readable table printed at the end of a run."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.pipeline.run import RunResult
+
+SECTIONS = {
+    "retrieval": ("evidence_recall", "span_recall", "span_precision", "span_iou", "span_precision_omega",
+                  "context_tokens"),
+    "chunks": ("n_docs", "n_chunks", "chunks_per_doc", "chunk_size_mean", "chunk_size_median",
+               "chunk_size_max", "chunk_chars_mean"),
+    "time": ("chunk_seconds_per_doc", "retrieval_seconds_per_query", "index_seconds"),
+}
+
+
+def _fmt(v: float) -> str:
+    if isinstance(v, float) and math.isnan(v):
+        return "n/a"
+    return f"{v:,.0f}" if float(v).is_integer() and abs(v) >= 1 else f"{v:.4f}"
+
+
+def summary_table(result: RunResult, title: str) -> Table:
+    m = result.metrics
+    table = Table(title=title, show_lines=False)
+    table.add_column("section", style="dim")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("scored", justify="right", style="dim")
+    for section, names in SECTIONS.items():
+        for name in names:
+            if name in m:
+                n = m.get(f"n/{name}")
+                table.add_row(section, name, _fmt(m[name]), "" if n is None else f"{int(n)}/{int(m['n_queries'])}")
+    for key in sorted(result.dataset_report):
+        if key.startswith("evidence_"):
+            table.add_row("data", key, _fmt(result.dataset_report[key]), "")
+    stages = ", ".join(f"{k}={v}" for k, v in result.stages.items())
+    table.caption = f"stages: {stages}"
+    return table
+
+
+def print_summary(result: RunResult, title: str) -> None:
+    Console().print(summary_table(result, title))

