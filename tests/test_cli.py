@@ -79,3 +79,17 @@ def test_bad_config_is_a_clear_error(tmp_path, override, message):
     out, err = p.communicate(timeout=120)
     assert p.returncode != 0 and message in err, err[-2000:]
     assert not (tmp_path / "cache").exists()
+
+
+def test_report_pivots_recorded_runs(tmp_path):
+    from harness.report.runs import pivot, runs_frame
+
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    for retriever in ("bm25", "tfidf"):
+        finish(harness(*TINY, f"retriever={retriever}", f"cache.dir={tmp_path / 'cache'}",
+                       f"tracking.uri={uri}", cwd=tmp_path))
+    table = pivot(runs_frame(uri, "chunkbench"), "params.chunker._target_", "params.retriever._target_",
+                  "evidence_recall")
+    assert list(table.index) == ["FixedSizeChunker"]
+    assert list(table.columns) == ["BM25Retriever", "TfidfRetriever"]
+    assert ((table >= 0) & (table <= 1)).all().all()

@@ -57,30 +57,28 @@ class Cache:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    def get(self, namespace: str, key: str) -> Any | None:
-        """The stored object, or None. Counts a hit or a miss for ``namespace``."""
-        path = self._path(namespace, key)
+    def _read(self, namespace: str, key: str) -> bytes | None:
+        """The entry's bytes, or None; counts a hit or a miss for ``namespace``."""
         try:
-            data = path.read_bytes()
+            data = self._path(namespace, key).read_bytes()
         except FileNotFoundError:
             self.misses[namespace] += 1
             return None
         self.hits[namespace] += 1
-        return pickle.loads(data)
+        return data
+
+    def get(self, namespace: str, key: str) -> Any | None:
+        """The stored object, or None."""
+        data = self._read(namespace, key)
+        return None if data is None else pickle.loads(data)
 
     def put(self, namespace: str, key: str, value: Any) -> None:
         self._write(self._path(namespace, key), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
     # Arrays are stored raw (float32) rather than pickled: small, fast, and portable.
     def get_array(self, namespace: str, key: str) -> np.ndarray | None:
-        path = self._path(namespace, key)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            self.misses[namespace] += 1
-            return None
-        self.hits[namespace] += 1
-        return np.frombuffer(data, dtype=np.float32)
+        data = self._read(namespace, key)
+        return None if data is None else np.frombuffer(data, dtype=np.float32)
 
     def put_array(self, namespace: str, key: str, value: np.ndarray) -> None:
         self._write(self._path(namespace, key), np.ascontiguousarray(value, dtype=np.float32).tobytes())

@@ -7,6 +7,7 @@ GPU rank the same chunks.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,6 +15,9 @@ import numpy as np
 from harness.retrieval.base import Retriever
 from harness.retrieval.embedders import SentenceTransformerEmbedder, encode_cached
 from harness.types import Chunk, Query
+
+# faiss logs at INFO which instruction set it loaded (and a failed AVX2 probe); not a user's concern.
+logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 
 class DenseRetriever(Retriever):

@@ -70,7 +70,7 @@ def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], c
     first: dict[str, int] = {}
     unique = [i for i in todo if first.setdefault(keys[i], i) == i]
     step = embedder.batch_size * 4
-    for b in tqdm(range(0, len(unique), step), desc=desc, unit="batch", disable=not unique):
+    for b in tqdm(range(0, len(unique), step), desc=desc, unit="batch", disable=not unique, leave=False):
         idx = unique[b:b + step]
         vecs = embedder.encode([texts[i] for i in idx])
         for i, v in zip(idx, vecs):
