@@ -93,3 +93,26 @@ def test_report_pivots_recorded_runs(tmp_path):
     assert list(table.index) == ["FixedSizeChunker"]
     assert list(table.columns) == ["BM25Retriever", "TfidfRetriever"]
     assert ((table >= 0) & (table <= 1)).all().all()
+
+
+def test_killed_run_resumes_from_its_cache(tmp_path):
+    """SIGKILL a real run while it embeds the full bundled sample, then rerun: documents
+    chunked and vectors written before the kill are reused, and the rerun completes."""
+    import signal
+    import time
+
+    cache = tmp_path / "cache"
+    p = harness("tracking=none", f"cache.dir={cache}", cwd=tmp_path)
+    deadline = time.time() + 300
+    while time.time() < deadline and p.poll() is None:
+        if len(list((cache / "embeddings").rglob("*"))) > 100:  # some vectors written, not all
+            break
+        time.sleep(0.2)
+    assert p.poll() is None, "the run finished before it could be killed"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    written = sum(1 for f in (cache / "embeddings").rglob("*") if f.is_file())
+    out = finish(harness("tracking=none", f"cache.dir={cache}", cwd=tmp_path))
+    assert "[chunk] cached" in out and "8/8 documents from cache" in out
+    assert sum(1 for f in (cache / "embeddings").rglob("*") if f.is_file()) > written
+    assert "evidence_recall" in out
