@@ -71,9 +71,9 @@ def build_components(cfg: DictConfig) -> Components:
         responder=group("responder"),
         metrics={name: build_one(node, f"metrics.{name}") for name, node in cfg.metrics.items()},
     )
-    for name, expected in [("dataset", DatasetLoader), ("chunker", Chunker), ("retriever", Retriever),
-                           ("context", Assembler), ("embedder", SentenceTransformerEmbedder)]:
-        obj = getattr(comps, "assembler" if name == "context" else name)
+    for name, obj, expected in [("dataset", comps.dataset, DatasetLoader), ("chunker", comps.chunker, Chunker),
+                                ("embedder", comps.embedder, SentenceTransformerEmbedder),
+                                ("retriever", comps.retriever, Retriever), ("context", comps.assembler, Assembler)]:
         if not isinstance(obj, expected):
             raise ConfigError(f"{name}: _target_ must build a {expected.__name__}, got {type(obj).__name__}")
     if comps.responder is not None:
