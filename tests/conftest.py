@@ -29,3 +29,57 @@ def make_cfg(tmp_path):
             return compose("config", overrides=[*base, *overrides])
 
     return _make
+
+
+def query_eval(query, context=None, answer=None, chunks_by_doc=None, ranked=(), documents=None):
+    """A QueryEval for metric unit tests: only what a test names is filled in."""
+    from harness.metrics.base import QueryEval
+    from harness.types import Context, Retrieved
+
+    chunks_by_doc = chunks_by_doc or {}
+    return QueryEval(query=query, retrieved=Retrieved(query.qid, tuple(ranked)),
+                     context=context or Context(query.qid, (), "", 0), answer=answer,
+                     chunks_by_doc=chunks_by_doc,
+                     chunks_by_id={c.chunk_id: c for cs in chunks_by_doc.values() for c in cs},
+                     documents=documents or {})
+
+
+class ScriptedLLM:
+    """A language model for unit tests: ``reply(prompt) -> str`` answers generate and chat
+    (chat sees the last user message), ``score(prompt, continuation) -> list[float]`` answers
+    logprobs. Tokens are whitespace words. Calls go through the real LLM base class, so
+    caching and batching are exercised; ``prompts`` records what the model was asked."""
+
+    def __new__(cls, reply=None, score=None, model="scripted"):
+        from harness.llm.base import LLM
+
+        class _Scripted(LLM):
+            tokenizer = None
+
+            def _generate(self, prompts, sampling):
+                self.prompts.extend(prompts)
+                return [self.reply(p) for p in prompts]
+
+            def _chat(self, conversations, sampling):
+                return self._generate([c[-1]["content"] for c in conversations], sampling)
+
+            def _logprobs(self, prompts, continuations):
+                return [self.score(p, c) for p, c in zip(prompts, continuations)]
+
+            def _token_logprobs(self, texts):
+                return self._logprobs([""] * len(texts), texts)
+
+            def count_tokens(self, text):
+                return len(text.split())
+
+            def truncate(self, text, max_tokens):
+                return " ".join(text.split()[:max_tokens])
+
+            def apply_chat_template(self, messages, add_generation_prompt=True):
+                return "\n".join(m["content"] for m in messages)
+
+        llm = _Scripted(model)
+        llm.prompts = []
+        llm.reply = reply or (lambda p: "")
+        llm.score = score or (lambda p, c: [-1.0] * len(c.split()))
+        return llm

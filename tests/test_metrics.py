@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from conftest import query_eval
 from harness.metrics.evidence import EvidenceRecall, evidence_recall, normalize_answer
 from harness.metrics.spans import SpanOverlap, precision_omega, span_scores, union
 from harness.types import Chunk, Context, Query, Span
@@ -54,7 +55,7 @@ def test_precision_omega_uses_every_chunk_touching_evidence():
 def test_span_overlap_metric_reads_context_spans():
     q = Query("q", "?", evidence=(S(0, 4),))
     ctx = Context("q", ("d#0",), "abcd", 1, spans=(S(0, 4),))
-    out = SpanOverlap()(q, ctx, None, {"d": [Chunk("d#0", "d", "abcd", 0, 4)]})
+    out = SpanOverlap()(query_eval(q, ctx, chunks_by_doc={"d": [Chunk("d#0", "d", "abcd", 0, 4)]}))
     assert out == {"span_recall": 1.0, "span_precision": 1.0, "span_iou": 1.0, "span_precision_omega": 1.0}
 
 
@@ -78,5 +79,30 @@ def test_evidence_recall_edge_cases():
 
 def test_evidence_recall_metric_counts_unaligned_snippets():
     q = Query("q", "?", meta={"evidence_text": ["alpha beta"], "unaligned_evidence": ["gamma delta"]})
-    out = EvidenceRecall()(q, Context("q", (), "alpha beta", 2), None, {})
+    out = EvidenceRecall()(query_eval(q, Context("q", (), "alpha beta", 2)))
     assert out["evidence_recall"] == pytest.approx(10 / 21)  # length-weighted: 10 of 10 + 11 chars
+
+
+def test_run_level_aggregates_are_not_means():
+    from harness.metrics.bleu import SacreBleu, corpus_bleu
+    from harness.metrics.chunk_points import ChunkPointF1
+    from harness.metrics.fact_cov import FactCov
+    from conftest import ScriptedLLM
+
+    rows = [{"answer": "the cat sat on the mat", "gold_answers": ["the cat sat on the mat"]},
+            {"answer": "a dog", "gold_answers": ["the dog barked", "a dog barked"]},
+            {"qid": "unanswered"}]
+    out = SacreBleu().aggregate(rows)
+    assert out == {"sacrebleu_corpus": pytest.approx(corpus_bleu(
+        ["the cat sat on the mat", "a dog"], [["the cat sat on the mat"], ["the dog barked", "a dog barked"]]))}
+    assert 0 < out["sacrebleu_corpus"] < 1
+    # Micro F1: 3 of 4 predicted points match 3 of 6 gold ones over two documents.
+    docs = [{f"chunk_point_n_{k}_{t}": v for t in ("l1", "l2", "all") for k, v in zip(("match", "pred", "gold"), c)}
+            | {f"chunk_point_f1_{t}": 0.5 for t in ("l1", "l2", "all")} for c in ((1, 1, 1), (2, 3, 5))]
+    micro = ChunkPointF1().aggregate(docs)
+    assert micro["chunk_point_precision_all_micro"] == pytest.approx(3 / 4)
+    assert micro["chunk_point_recall_all_micro"] == pytest.approx(3 / 6)
+    assert micro["chunk_point_f1_all_micro"] == pytest.approx(2 * 0.75 * 0.5 / 1.25)
+    cov = [{"fact_cov": 1.0, "fact_cov_facts": 1, "fact_cov_covered": 1.0},
+           {"fact_cov": 0.25, "fact_cov_facts": 4, "fact_cov_covered": 1.0}, {"fact_cov": float("nan")}]
+    assert FactCov(ScriptedLLM()).aggregate(cov) == {"fact_cov_fact_weighted": pytest.approx(2 / 5)}

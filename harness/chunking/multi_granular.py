@@ -44,9 +44,14 @@ class MultiGranularChunker(Chunker):
         self.tokenizer = self._parents.tokenizer
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
+        return self.with_children(doc, self._parents.chunk_document(doc))
+
+    def with_children(self, doc: Document, parents: Sequence[Chunk]) -> list[Chunk]:
+        """``parents`` as level-1 chunks, each followed by its children (LGMGC passes the
+        logits-guided chunks here)."""
         units = UnitIndex(doc.text, self.tokenizer)
         out: list[Chunk] = []
-        for parent in self._parents.chunk_document(doc):
+        for parent in parents:
             parent = replace(parent, chunk_id=f"{doc.doc_id}#{len(out)}", level=1)
             out.append(parent)
             for (start, end), level in self._children(doc, units, parent):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import string
 
-from harness.types import Context, Query
+from harness.metrics.base import QueryEval
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -39,5 +39,5 @@ def evidence_recall(evidence: list[str], context: str) -> float:
 
 
 class EvidenceRecall:
-    def __call__(self, query: Query, context: Context, answer, chunks_by_doc) -> dict[str, float]:
-        return {"evidence_recall": evidence_recall(query.evidence_texts, context.text)}
+    def __call__(self, item: QueryEval) -> dict[str, float]:
+        return {"evidence_recall": evidence_recall(item.query.evidence_texts, item.context.text)}

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.types import Chunk, Context, Query, Span
+from harness.metrics.base import QueryEval
+from harness.types import Chunk, Span
 
 Interval = tuple[int, int]
 
@@ -104,7 +105,7 @@ def precision_omega(evidence: Sequence[Span], chunks_by_doc: Mapping[str, Sequen
 class SpanOverlap:
     """Span recall / precision / IoU of the context, and the chunking's Precision-Omega."""
 
-    def __call__(self, query: Query, context: Context, answer, chunks_by_doc) -> dict[str, float]:
-        scores = span_scores(query.evidence, context.spans)
-        scores["span_precision_omega"] = precision_omega(query.evidence, chunks_by_doc)
+    def __call__(self, item: QueryEval) -> dict[str, float]:
+        scores = span_scores(item.query.evidence, item.context.spans)
+        scores["span_precision_omega"] = precision_omega(item.query.evidence, item.chunks_by_doc)
         return scores

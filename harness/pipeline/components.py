@@ -18,6 +18,8 @@ from omegaconf import DictConfig
 
 from harness.chunking.base import Chunker
 from harness.data.base import DatasetLoader
+from harness.llm.base import LLM
+from harness.respond.responder import LLMResponder
 from harness.retrieval.assemblers import Assembler
 from harness.retrieval.base import Retriever
 from harness.retrieval.dense import DenseRetriever
@@ -32,7 +34,7 @@ class Components:
     embedder: SentenceTransformerEmbedder
     retriever: Retriever
     assembler: Assembler
-    responder: Any | None
+    responder: LLMResponder | None
     metrics: dict[str, Any]
 
     @property
@@ -69,13 +71,20 @@ def build_components(cfg: DictConfig) -> Components:
         retriever=group("retriever"),
         assembler=group("context"),
         responder=group("responder"),
-        metrics={name: build_one(node, f"metrics.{name}") for name, node in cfg.metrics.items()},
+        # `metrics.<name>=null` drops one metric of a set.
+        metrics={name: build_one(node, f"metrics.{name}") for name, node in cfg.metrics.items() if node is not None},
     )
     for name, obj, expected in [("dataset", comps.dataset, DatasetLoader), ("chunker", comps.chunker, Chunker),
                                 ("embedder", comps.embedder, SentenceTransformerEmbedder),
                                 ("retriever", comps.retriever, Retriever), ("context", comps.assembler, Assembler)]:
         if not isinstance(obj, expected):
             raise ConfigError(f"{name}: _target_ must build a {expected.__name__}, got {type(obj).__name__}")
-    if comps.responder is not None:
-        raise ConfigError("responder: only responder=none exists until the LLM layer lands")
+    if comps.responder is not None and not isinstance(comps.responder, LLMResponder):
+        raise ConfigError(f"responder: _target_ must build an LLMResponder, got {type(comps.responder).__name__}")
     return comps
+
+
+def language_models(comps: Components) -> list[LLM]:
+    """Every language model the components hold (each gets the run's LLM-call cache)."""
+    holders = [comps.chunker, comps.responder, *comps.metrics.values()]
+    return [h.llm for h in holders if isinstance(getattr(h, "llm", None), LLM)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,12 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from harness.data.base import Dataset
+from harness.metrics.base import QueryEval, is_document_metric
 from harness.metrics.significance import bootstrap_ci
 from harness.pipeline.cache import Cache, make_key, text_digest
-from harness.pipeline.components import Components, build_components
-from harness.types import Chunk, Context, Document, Retrieved, to_dict
+from harness.pipeline.components import Components, build_components, language_models
+from harness.types import Answer, Chunk, Context, Document, Retrieved, to_dict
 
-VERSIONS = {"load": 1, "chunk": 1, "retrieve": 1, "assemble": 1, "evaluate": 1}
+VERSIONS = {"load": 1, "chunk": 1, "retrieve": 1, "assemble": 1, "respond": 1, "evaluate": 2}
 
 
 @dataclass
@@ -55,6 +56,8 @@ class Pipeline:
         self.c.retriever.cache = self.cache
         if hasattr(self.c.chunker, "cache"):  # embedding chunkers share the embedding cache
             self.c.chunker.cache = self.cache
+        for llm in language_models(self.c):  # one LLM-call cache for every model call of the run
+            llm.cache = self.cache
 
     def stage(self, name: str, key: str, compute: Callable[[], Any]) -> Any:
         t0 = time.perf_counter()
@@ -92,8 +95,10 @@ class Pipeline:
                 t0 = time.perf_counter()
                 chunked = self.c.chunker.chunk(group)
                 per_doc = (time.perf_counter() - t0) / len(group)
+                # LLM chunkers count per document what they had to repair (unparsable output).
+                doc_counts = getattr(self.c.chunker, "doc_counts", {})
                 for d, chunks in zip(group, chunked):
-                    entry = {"chunks": chunks, "seconds": per_doc}
+                    entry = {"chunks": chunks, "seconds": per_doc, "counts": dict(doc_counts.pop(d.doc_id, {}))}
                     self.cache.put("chunk_doc", keys[d.doc_id], entry)
                     out[d.doc_id] = entry
                 bar.update(len(group))
@@ -126,13 +131,41 @@ class Pipeline:
         contexts: list[Context] = self.stage("assemble", assemble_key, lambda: c.assembler.assemble_all(
             tqdm(retrieved, desc="assemble", unit="query"), by_id))
 
-        eval_key = make_key("evaluate", VERSIONS["evaluate"], config_slice(cfg, "metrics"), assemble_key)
-        scores: list[dict[str, float]] = self.stage("evaluate", eval_key, lambda: [
-            {k: v for m in c.metrics.values() for k, v in m(q, ctx, None, chunks_by_doc).items()}
-            for q, ctx in tqdm(list(zip(ds.queries, contexts)), desc="evaluate", unit="query")])
+        answers: list[Answer | None] = [None] * len(ds.queries)
+        respond_key = assemble_key
+        if c.responder is not None:
+            respond_key = make_key("respond", VERSIONS["respond"], config_slice(cfg, "responder"), assemble_key,
+                                   c.dataset.name)
+            answers = self.stage("respond", respond_key, lambda: c.responder.respond(
+                ds.queries, contexts, c.dataset.name))
+        eval_key = make_key("evaluate", VERSIONS["evaluate"], config_slice(cfg, "metrics"), respond_key)
+        docs_by_id = {d.doc_id: d for d in ds.documents}
+        query_metrics = [m for m in c.metrics.values() if not is_document_metric(m)]
+        doc_metrics = [m for m in c.metrics.values() if is_document_metric(m)]
 
-        r.per_query = [per_query_row(q, rt, ctx, s) for q, rt, ctx, s in zip(ds.queries, retrieved, contexts, scores)]
+        def evaluate() -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+            items = [QueryEval(q, rt, ctx, ans, chunks_by_doc, by_id, docs_by_id)
+                     for q, rt, ctx, ans in zip(ds.queries, retrieved, contexts, answers)]
+            per_query: list[dict[str, float]] = [{} for _ in items]
+            for m in query_metrics:  # a metric with score_all batches its model calls over queries
+                scored = m.score_all(items) if hasattr(m, "score_all") else [
+                    m(item) for item in tqdm(items, desc=f"evaluate {type(m).__name__}", unit="query", leave=False)]
+                for row, s in zip(per_query, scored):
+                    row.update(s)
+            per_doc = [{k: v for m in doc_metrics for k, v in m(d, chunks_by_doc[d.doc_id]).items()}
+                       for d in ds.documents] if doc_metrics else []
+            return per_query, per_doc
+
+        scores, doc_scores = self.stage("evaluate", eval_key, evaluate)
+
+        r.per_query = [per_query_row(q, rt, ctx, a, s)
+                       for q, rt, ctx, a, s in zip(ds.queries, retrieved, contexts, answers, scores)]
         r.metrics = aggregate(r.per_query)
+        r.metrics.update(aggregate_documents(doc_scores))
+        # Run-level numbers that are not means (corpus BLEU, HiChunk's micro F1 and fact-weighted Fact-Cov).
+        for m in c.metrics.values():
+            if hasattr(m, "aggregate"):
+                r.metrics.update(m.aggregate(doc_scores if is_document_metric(m) else r.per_query))
         r.metrics.update(chunk_statistics(ds.documents, chunked, c.assembler.tokenizer.count))
         r.metrics["retrieval_seconds_per_query"] = _mean([rt.seconds for rt in retrieved])
         r.metrics["index_seconds"] = index_seconds
@@ -148,10 +181,14 @@ def doc_digest(doc: Document) -> str:
                     [to_dict(s) for s in doc.sections])
 
 
-def per_query_row(q, rt: Retrieved, ctx: Context, scores: dict[str, float]) -> dict[str, Any]:
-    return {"qid": q.qid, "task": q.task, "question": q.question, "doc_ids": list(q.doc_ids),
-            "n_evidence_spans": len(q.evidence), "context_chunk_ids": list(ctx.chunk_ids),
-            "context_tokens": ctx.n_tokens, "context_merges": ctx.merges, "retrieval_seconds": rt.seconds, **scores}
+def per_query_row(q, rt: Retrieved, ctx: Context, answer: Answer | None, scores: dict[str, float]) -> dict[str, Any]:
+    row = {"qid": q.qid, "task": q.task, "question": q.question, "doc_ids": list(q.doc_ids),
+           "n_evidence_spans": len(q.evidence), "context_chunk_ids": list(ctx.chunk_ids),
+           "context_tokens": ctx.n_tokens, "context_merges": ctx.merges, "retrieval_seconds": rt.seconds}
+    if answer is not None:
+        row.update(answer=answer.text, gold_answers=list(q.answers), answer_prompt_tokens=answer.n_prompt_tokens,
+                   answer_seconds=answer.seconds)
+    return {**row, **scores}
 
 
 def _mean(values) -> float:
@@ -168,7 +205,8 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
     by_task: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_task[row["task"] or "all"].append(row)
-    for name in score_names + ["context_tokens", "context_merges"]:
+    counted = [k for k in ("context_tokens", "context_merges", "answer_prompt_tokens", "answer_seconds") if rows and k in rows[0]]
+    for name in score_names + counted:
         out[name] = _mean(r[name] for r in rows)
         if name in score_names:
             out[f"n/{name}"] = sum(1 for r in rows if not math.isnan(r[name]))
@@ -179,8 +217,20 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def aggregate_documents(rows: list[dict[str, float]]) -> dict[str, float]:
+    """Document metrics: the mean over documents, with a bootstrap 95% interval over documents."""
+    out: dict[str, float] = {}
+    for name in dict.fromkeys(k for row in rows for k in row):
+        values = [row.get(name, float("nan")) for row in rows]
+        out[name] = _mean(values)
+        out[f"n/{name}"] = sum(1 for v in values if not math.isnan(v))
+        out[f"{name}/ci95_low"], out[f"{name}/ci95_high"] = bootstrap_ci(values)
+    return out
+
+
 _ROW_FIELDS = {"qid", "task", "question", "doc_ids", "n_evidence_spans", "context_chunk_ids",
-               "context_tokens", "context_merges", "retrieval_seconds"}
+               "context_tokens", "context_merges", "retrieval_seconds", "answer", "gold_answers",
+               "answer_prompt_tokens", "answer_seconds"}
 
 
 def chunk_statistics(docs: list[Document], chunked: dict[str, Any], count: Callable[[str], int]) -> dict[str, float]:
@@ -200,4 +250,6 @@ def chunk_statistics(docs: list[Document], chunked: dict[str, Any], count: Calla
         "chunk_size_max": float(max(sizes)) if sizes else float("nan"),
         "chunk_chars_mean": _mean(chars),
         "chunk_seconds_per_doc": _mean([chunked[d.doc_id]["seconds"] for d in docs]),
+        **{f"chunker_{k}": float(v) for k, v in sum(
+            (Counter(chunked[d.doc_id].get("counts", {})) for d in docs), Counter()).items()},
     }

@@ -31,15 +31,20 @@ def summary_table(result: RunResult, title: str) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right", style="dim")
-    table.add_column("scored", justify="right", style="dim")
-    for section, names in SECTIONS.items():
+    table.add_column("scored", justify="right", style="dim")  # queries (documents for chunking metrics)
+    known = {n for names in SECTIONS.values() for n in names}
+    # Every other scored metric (answer, ranking, chunking sets), then the LLM chunkers' repairs.
+    sections = {**SECTIONS,
+                "scores": tuple(sorted(k for k in m if f"{k}/ci95_low" in m and k not in known)),
+                "answers": ("answer_prompt_tokens", "answer_seconds"),
+                "chunker": tuple(sorted(k for k in m if k.startswith("chunker_")))}
+    for section, names in sections.items():
         for name in names:
             if name in m:
                 n = m.get(f"n/{name}")
                 ci = (f"{_fmt(m[f'{name}/ci95_low'])}–{_fmt(m[f'{name}/ci95_high'])}"
                       if f"{name}/ci95_low" in m else "")
-                table.add_row(section, name, _fmt(m[name]), ci,
-                              "" if n is None else f"{int(n)}/{int(m['n_queries'])}")
+                table.add_row(section, name, _fmt(m[name]), ci, "" if n is None else f"{int(n)}")
     for key in sorted(result.dataset_report):
         if key.startswith("evidence_"):
             table.add_row("data", key, _fmt(result.dataset_report[key]), "", "")

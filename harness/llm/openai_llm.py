@@ -1,0 +1,115 @@
+"""The ``openai`` backend: any OpenAI-compatible server (``vllm serve``, llama.cpp's server,
+a hosted API).
+
+How it starts: run a server, e.g. ``vllm serve <model> --port 8000`` (on CPU, from the
+``make setup-vllm`` environment: ``.venv-vllm/bin/vllm serve <folder>``), then
+``llm=openai llm.base_url=http://127.0.0.1:8000/v1 llm.model=<served name>``. The key comes
+from ``llm.api_key`` or the ``OPENAI_API_KEY`` environment variable. Requests run in a
+bounded thread pool; the ``openai`` client retries 429/5xx and connection errors with
+exponential backoff (``max_retries``) under a per-request ``timeout``.
+
+Token counting, truncation and log-probability scoring use the model's tokenizer locally
+(``llm.tokenizer``, default ``llm.model``): scoring sends token ids as the prompt with
+``echo`` so that the server scores exactly the tokens the other backends score. Servers
+without prompt log-probabilities (most hosted APIs) raise a clear error for scoring.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+from typing import Any
+
+from harness.llm.base import LLM, LLMError, Message, Sampling
+from harness.llm.bundled import BUNDLED_ID, resolve_llm
+from harness.types import ConfigError
+
+
+class OpenAILLM(LLM):
+    def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
+                 served_model: str | None = None, tokenizer: str | None = None, max_concurrency: int = 8,
+                 max_retries: int = 5, timeout: float = 600.0, batch_size: int = 256):
+        if max_concurrency < 1:
+            raise ConfigError(f"llm.max_concurrency must be >= 1, got {max_concurrency}")
+        if timeout <= 0:
+            raise ConfigError(f"llm.timeout must be > 0, got {timeout}")
+        super().__init__(BUNDLED_ID if model == "bundled" else model, batch_size)
+        self.base_url, self.max_concurrency = base_url, max_concurrency
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers take any key
+        self.max_retries, self.timeout = max_retries, timeout
+        self.served_model = served_model or model
+        self.tokenizer_name = tokenizer or model
+
+    @cached_property
+    def client(self):
+        from openai import OpenAI
+
+        return OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=self.max_retries, timeout=self.timeout)
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        from transformers import AutoTokenizer
+
+        path, _ = resolve_llm(self.tokenizer_name)
+        try:
+            return AutoTokenizer.from_pretrained(path)
+        except OSError as e:
+            raise ConfigError(f"llm.tokenizer: cannot load the tokenizer {self.tokenizer_name!r} "
+                              f"(set llm.tokenizer to a local folder or Hub id): {e}") from e
+
+    def _map(self, fn, items: list) -> list:
+        from openai import APIConnectionError, APIStatusError, APITimeoutError
+
+        try:
+            with ThreadPoolExecutor(self.max_concurrency) as pool:
+                return list(pool.map(fn, items))
+        except (APIConnectionError, APITimeoutError) as e:
+            raise LLMError(f"llm=openai: no answer from {self.base_url} after {self.max_retries} retries "
+                           f"({type(e).__name__}). Is the server running? e.g. `vllm serve <model>`") from e
+        except APIStatusError as e:
+            raise LLMError(f"llm=openai: {self.base_url} answered {e.status_code} for model "
+                           f"{self.served_model!r}: {e.message}") from e
+
+    def _sampling(self, s: Sampling) -> dict[str, Any]:
+        return dict(model=self.served_model, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
+                    stop=list(s.stop) or None, seed=s.seed)
+
+    def _count_usage(self, resp) -> None:
+        if resp.usage is not None:
+            self.stats.prompt_tokens += resp.usage.prompt_tokens or 0
+            self.stats.generated_tokens += resp.usage.completion_tokens or 0
+
+    def _generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+        def one(prompt: str) -> str:
+            resp = self.client.completions.create(prompt=prompt, **self._sampling(sampling))
+            self._count_usage(resp)
+            return resp.choices[0].text
+
+        return self._map(one, prompts)
+
+    def _chat(self, conversations: list[list[Message]], sampling: Sampling) -> list[str]:
+        def one(messages: list[Message]) -> str:
+            resp = self.client.chat.completions.create(messages=messages, **self._sampling(sampling))
+            self._count_usage(resp)
+            return resp.choices[0].message.content or ""
+
+        return self._map(one, conversations)
+
+    def _logprobs(self, prompts: list[str], continuations: list[str]) -> list[list[float]]:
+        def one(seq: tuple[list[int], int]) -> list[float]:
+            ids, start = seq
+            resp = self.client.completions.create(model=self.served_model, prompt=ids, max_tokens=1, echo=True,
+                                                  logprobs=0, temperature=0.0)
+            lp = resp.choices[0].logprobs
+            scores = lp.token_logprobs if lp is not None else None
+            if not scores or len(scores) < len(ids) or any(x is None for x in scores[start:len(ids)]):
+                raise LLMError(f"llm=openai: {self.base_url} gave no prompt log-probabilities (echo + logprobs); "
+                               "scoring needs a server that does, e.g. vLLM's")
+            self.stats.scored_tokens += len(ids) - start
+            return [float(x) for x in scores[start:len(ids)]]
+
+        return self._map(one, self.scoring_sequences(prompts, continuations))
+
+    def _token_logprobs(self, texts: list[str]) -> list[list[float]]:
+        return self._logprobs([""] * len(texts), texts)

