@@ -350,3 +350,13 @@ def test_answer_run_end_to_end_and_cached_rerun(make_cfg, tmp_path):
     again = Pipeline(make_cfg(*overrides[:2], *overrides[4:], cache=tmp_path / "c"), log=lambda *_: None).run()
     assert again.stages["respond"] == "cached" and again.stages["evaluate"] == "computed"
     assert "llm" not in again.cache_counts or again.cache_counts["llm"]["misses"] == 0
+
+
+def test_building_a_backend_converts_nothing(tmp_path, monkeypatch):
+    from harness.llm.transformers_llm import TransformersLLM
+
+    monkeypatch.setenv("CHUNKBENCH_MODELS", str(tmp_path))
+    llm = TransformersLLM()  # a fully cached run never needs the weights
+    assert llm.identity == "HuggingFaceTB/SmolLM2-135M-Instruct@Q4_1" and not any(tmp_path.iterdir())
+    with pytest.raises(ConfigError, match="no model folder"):
+        TransformersLLM(model="/nonexistent/model")

@@ -67,13 +67,19 @@ def bundled_model_dir() -> Path:
     return target
 
 
-def resolve_llm(model: str) -> tuple[str, str]:
-    """(path or Hub id to load, cache identity) for ``llm.model``."""
+def llm_identity(model: str) -> str:
+    """The cache identity of ``llm.model``, without loading or converting anything."""
     if model == "bundled":
-        return str(bundled_model_dir()), BUNDLED_ID
-    if model.startswith((".", "/", "~")):
-        path = Path(model).expanduser()
-        if not path.is_dir():
-            raise ConfigError(f"llm.model: no model folder at {path}")
-        return str(path), model
-    return model, model
+        gguf_path()  # fail early, with the install line, when the package is missing
+        return BUNDLED_ID
+    if model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
+        raise ConfigError(f"llm.model: no model folder at {Path(model).expanduser()}")
+    return model
+
+
+def llm_path(model: str) -> str:
+    """What to load for ``llm.model``: the bundled dense folder (converted on first use), a
+    local folder, or a Hub id."""
+    if model == "bundled":
+        return str(bundled_model_dir())
+    return str(Path(model).expanduser()) if model.startswith((".", "/", "~")) else model

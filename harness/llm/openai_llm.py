@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from harness.llm.base import LLM, LLMError, Message, Sampling
-from harness.llm.bundled import BUNDLED_ID, resolve_llm
+from harness.llm.bundled import BUNDLED_ID, llm_path
 from harness.types import ConfigError
 
 
@@ -51,9 +51,8 @@ class OpenAILLM(LLM):
     def tokenizer(self) -> Any:
         from transformers import AutoTokenizer
 
-        path, _ = resolve_llm(self.tokenizer_name)
         try:
-            return AutoTokenizer.from_pretrained(path)
+            return AutoTokenizer.from_pretrained(llm_path(self.tokenizer_name))
         except OSError as e:
             raise ConfigError(f"llm.tokenizer: cannot load the tokenizer {self.tokenizer_name!r} "
                               f"(set llm.tokenizer to a local folder or Hub id): {e}") from e

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from harness.llm.base import LLM, LLMError, Message, Sampling
-from harness.llm.bundled import resolve_llm
+from harness.llm.bundled import llm_identity, llm_path
 from harness.types import ConfigError
 
 
@@ -34,8 +34,8 @@ class TransformersLLM(LLM):
             raise ConfigError(f"llm.dtype must be float32, bfloat16 or float16, got {dtype!r}")
         if max_model_len <= 0:
             raise ConfigError(f"llm.max_model_len must be > 0, got {max_model_len}")
-        self.path, identity = resolve_llm(model)
-        super().__init__(identity, batch_size)
+        super().__init__(llm_identity(model), batch_size)
+        self.model_name = model  # resolved to a path (converting the bundled model) on first use
         self.dtype, self.max_model_len = dtype, max_model_len
         self._device = device
 
@@ -49,11 +49,11 @@ class TransformersLLM(LLM):
 
     @property
     def tokenizer(self):
-        return _load(self.path, self.dtype, self.device)[0]
+        return _load(llm_path(self.model_name), self.dtype, self.device)[0]
 
     @property
     def _model(self):
-        return _load(self.path, self.dtype, self.device)[1]
+        return _load(llm_path(self.model_name), self.dtype, self.device)[1]
 
     # --- tokens ------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from harness.llm.base import LLM, Message, Sampling
-from harness.llm.bundled import resolve_llm
+from harness.llm.bundled import llm_identity, llm_path
 from harness.types import ConfigError
 
 
@@ -38,14 +38,14 @@ class VLLM(LLM):
             raise ConfigError(f"llm.tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
         if not 0 < gpu_memory_utilization <= 1:
             raise ConfigError(f"llm.gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
-        self.path, identity = resolve_llm(model)
-        super().__init__(identity, batch_size)
-        self.engine_args = (self.path, dtype, tensor_parallel_size, max_model_len, gpu_memory_utilization,
+        super().__init__(llm_identity(model), batch_size)
+        self.model_name = model  # resolved to a path (converting the bundled model) when the engine starts
+        self.engine_args = (dtype, tensor_parallel_size, max_model_len, gpu_memory_utilization,
                             enforce_eager, seed)
 
     @property
     def engine(self):
-        return _engine(*self.engine_args)
+        return _engine(llm_path(self.model_name), *self.engine_args)
 
     @property
     def tokenizer(self):
