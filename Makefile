@@ -47,7 +47,7 @@ $(VLLM_STAMP): pyproject.toml
 	touch $@
 
 test-vllm: setup-vllm
-	VLLM_CPU_KVCACHE_SPACE=2 $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_vllm $(PYTEST_ARGS)
+	VLLM_CPU_KVCACHE_SPACE=2 VLLM_LOGGING_LEVEL=ERROR $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_vllm $(PYTEST_ARGS)
 
 # GPU runs (a CUDA machine): vLLM pulls a CUDA torch, so it gets its own environment too.
 setup-gpu:

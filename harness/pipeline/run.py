@@ -38,6 +38,7 @@ class RunResult:
     stages: dict[str, str] = field(default_factory=dict)  # stage -> "cached" | "computed"
     stage_seconds: dict[str, float] = field(default_factory=dict)
     cache_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    run_level: list[str] = field(default_factory=list)  # metrics that are not means (corpus BLEU, micro F1)
 
 
 def config_slice(cfg: DictConfig, group: str) -> Any:
@@ -165,7 +166,9 @@ class Pipeline:
         # Run-level numbers that are not means (corpus BLEU, HiChunk's micro F1 and fact-weighted Fact-Cov).
         for m in c.metrics.values():
             if hasattr(m, "aggregate"):
-                r.metrics.update(m.aggregate(doc_scores if is_document_metric(m) else r.per_query))
+                run_level = m.aggregate(doc_scores if is_document_metric(m) else r.per_query)
+                r.metrics.update(run_level)
+                r.run_level += list(run_level)
         r.metrics.update(chunk_statistics(ds.documents, chunked, c.assembler.tokenizer.count))
         r.metrics["retrieval_seconds_per_query"] = _mean([rt.seconds for rt in retrieved])
         r.metrics["index_seconds"] = index_seconds

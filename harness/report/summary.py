@@ -36,6 +36,7 @@ def summary_table(result: RunResult, title: str) -> Table:
     # Every other scored metric (answer, ranking, chunking sets), then the LLM chunkers' repairs.
     sections = {**SECTIONS,
                 "scores": tuple(sorted(k for k in m if f"{k}/ci95_low" in m and k not in known)),
+                "run-level": tuple(result.run_level),
                 "answers": ("answer_prompt_tokens", "answer_seconds"),
                 "chunker": tuple(sorted(k for k in m if k.startswith("chunker_")))}
     for section, names in sections.items():
