@@ -27,7 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 # The logits-guided chunkers read probabilities, never parse text: one scored window per call.
 FAILURES = {"lumber": (("parse_failures",), ("parse_failures", "invalid_ids")),
             "hichunk": (("parse_failures",), ("window_fallbacks",)),
-            "logits_guided": ((), ()), "lgmgc": ((), ())}
+            "logits_guided": ((), ()), "lgmgc": ((), ()),
+            "multi_view_llm": (("llm_keywords_parse_failures",), ("llm_keywords_parse_failures", "empty_summaries"))}
 
 
 def load_doc(cfg, doc_id: str | None, words: int):
@@ -51,7 +52,7 @@ def bench(name: str, overrides: list[str], doc_id: str | None, words: int) -> di
     chunks = chunker.chunk([doc])[0]
     seconds = time.perf_counter() - t0
     counts = dict(chunker.doc_counts[doc.doc_id])
-    calls = counts.get("llm_calls", counts.get("windows", 0))
+    calls = counts.get("llm_calls") or counts.get("windows") or llm.stats.calls
     parse, fallback = (sum(counts.get(k, 0) for k in keys) for keys in FAILURES[name])
     return {"chunker": name, "doc": doc.doc_id, "words": len(doc.text.split()), "seconds": seconds,
             "calls": calls, "generated_tokens": llm.stats.generated_tokens,

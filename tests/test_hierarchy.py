@@ -321,9 +321,46 @@ def test_multi_view_chunker_adds_a_keyword_view_per_content_chunk():
         assert (views[c.chunk_id].start, views[c.chunk_id].end) == (c.start, c.end)
 
 
-def test_multi_view_chunker_rejects_unknown_views():
+def test_multi_view_chunker_rejects_unknown_views_and_llm_views_without_a_model():
     with pytest.raises(ConfigError, match="chunker.views"):
+        MultiViewChunker(SectionChunker(), views=["tags"])
+    with pytest.raises(ConfigError, match="need a language model: chunker=multi_view_llm"):
         MultiViewChunker(SectionChunker(), views=["summary"])
+
+
+def test_multi_view_llm_views_follow_the_papers_prompts_and_count_failures():
+    from conftest import ScriptedLLM
+
+    def reply(prompt):
+        if prompt.startswith("You are a helpful summarization assistant"):
+            return "  A short summary.  "
+        section = prompt.split("**Beginning of text** ", 1)[1]
+        return "Sure, no list here." if section.startswith("## A2") else '["alpha", "beta gamma"]'
+
+    llm = ScriptedLLM(reply=reply)
+    doc = markdown_doc()
+    chunker = MultiViewChunker(SectionChunker(), views=["summary", "llm_keywords"], llm=llm, summary_min_tokens=3)
+    chunks = chunker.chunk_document(doc)
+    check_chunks(doc, chunks)
+    content = {c.chunk_id: c for c in chunks if c.view == "text"}
+    summaries = {c.parent_id: c.text for c in chunks if c.view == "summary"}
+    keywords = {c.parent_id: c.text for c in chunks if c.view == "llm_keywords"}
+    long_enough = {i for i, c in content.items() if len(c.text.split()) > 3}
+    assert set(summaries) == long_enough and set(summaries.values()) == {"A short summary."}
+    failed = {i for i, c in content.items() if c.text.startswith("## A2")}
+    assert failed and set(keywords) == set(content) - failed
+    assert set(keywords.values()) == {"alpha, beta gamma"}
+    assert chunker.doc_counts[doc.doc_id]["llm_keywords_parse_failures"] == len(failed)
+    assert any("Section Name: " in p and "Section Text: **Beginning of text**" in p for p in llm.prompts)
+
+
+@pytest.mark.parametrize("reply, expected", [('["a", "b"]', "a, b"), ("Keywords: ['x', 'y z',]", "x, y z"),
+                                             ("[revenue, cloud growth]", "revenue, cloud growth"),
+                                             ("no list", ""), ("[]", "")])
+def test_keyword_replies_parse_leniently(reply, expected):
+    from harness.chunking.views import parse_keywords
+
+    assert parse_keywords(reply) == expected
 
 
 # --- non-contiguous chunks ------------------------------------------------------------------
