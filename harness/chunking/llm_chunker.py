@@ -16,12 +16,19 @@ from harness.chunking.base import Chunker, require
 from harness.llm.base import LLM
 
 
-class LLMChunker(Chunker):
-    def __init__(self, llm: LLM):
-        require(isinstance(llm, LLM), "chunker.llm must build a language model (llm: ${llm} with "
-                                      f"llm=transformers, vllm or openai); got {llm!r}")
-        self.llm = llm
+class RepairCounts:
+    """Per-document counts of fallbacks taken on model output; the pipeline reads ``doc_counts``."""
+
+    def __init__(self):
         self.doc_counts: dict[str, Counter[str]] = defaultdict(Counter)
 
     def count(self, doc_id: str, name: str, n: int = 1) -> None:
         self.doc_counts[doc_id][name] += n
+
+
+class LLMChunker(RepairCounts, Chunker):
+    def __init__(self, llm: LLM):
+        require(isinstance(llm, LLM), "chunker.llm must build a language model (llm: ${llm} with "
+                                      f"llm=transformers, vllm or openai); got {llm!r}")
+        super().__init__()
+        self.llm = llm

@@ -26,12 +26,12 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import numpy as np
 
 from harness.chunking.base import Chunker, require
+from harness.chunking.llm_chunker import RepairCounts
 from harness.chunking.units import require_int
 from harness.llm.base import LLM, Sampling
 from harness.text import lexical_tokens
@@ -50,7 +50,7 @@ KEYWORDS_PROMPT = ("You are a helpful keyword extractor. You need to extract key
                    "Please output format in list format: [...]. Do not output anything else aside from this list.")
 
 
-class MultiViewChunker(Chunker):
+class MultiViewChunker(RepairCounts, Chunker):
     def __init__(self, base: Chunker, views: Sequence[str] = ("keywords",), n_keywords: int = 10,
                  llm: LLM | None = None, summary_min_tokens: int = 200, max_tokens: int = 300):
         require(isinstance(base, Chunker), f"chunker.base must build a chunker; got {base!r}")
@@ -65,7 +65,7 @@ class MultiViewChunker(Chunker):
         self.base, self.views, self.n_keywords = base, tuple(views), n_keywords
         self.llm, self.summary_min_tokens, self.max_tokens = llm, summary_min_tokens, max_tokens
         self.batch_size = getattr(base, "batch_size", 1)
-        self.doc_counts: dict[str, Counter[str]] = defaultdict(Counter)
+        super().__init__()
 
     @property
     def cache(self):
@@ -135,8 +135,7 @@ class MultiViewChunker(Chunker):
                 if text:
                     texts[c.chunk_id] = text
                 else:
-                    self.doc_counts[d.doc_id]["empty_summaries" if view == "summary"
-                                              else "llm_keywords_parse_failures"] += 1
+                    self.count(d.doc_id, "empty_summaries" if view == "summary" else "llm_keywords_parse_failures")
             out[view] = texts
         return out
 

@@ -85,9 +85,9 @@ class TransformersLLM(LLM):
             kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
         with torch.inference_mode():
             out = model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)
-        texts = []
+        texts, stop_ids = [], self._stop_ids()
         for row in out[:, width:].tolist():
-            eos = [i for i, t in enumerate(row) if t in self._stop_ids()]
+            eos = [i for i, t in enumerate(row) if t in stop_ids]
             row = row[:eos[0]] if eos else row
             self.stats.generated_tokens += len(row)
             texts.append(cut_at_stop(tok.decode(row, skip_special_tokens=True), sampling.stop))

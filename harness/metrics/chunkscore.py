@@ -24,8 +24,8 @@ boundary) and CS are NaN; without chunks everything is NaN. Embeddings come from
 configured embedder as-is (the bundled one L2-normalises and truncates at its
 max_seq_length), so SD is comparable only between runs with the same embedder.
 
-``embedder`` and ``llm`` may be given as objects or as Hydra config nodes (the config sets
-``_recursive_: false``): a node whose ``_target_`` is null, as ``llm=none`` is, means none.
+``embedder`` and ``llm`` are objects (Hydra builds them from ``${embedder}`` and ``${llm}``;
+``llm=none`` builds None); a config node is also accepted, a null ``_target_`` meaning none.
 """
 
 from __future__ import annotations

@@ -45,19 +45,17 @@ with every query (see :mod:`harness.metrics.base`). ``__call__`` scores one quer
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import string
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.llm.base import LLM, Sampling
+from harness.llm.replies import ask_parsed, json_values, strip_reasoning
 from harness.metrics.answers import NAN, nan_scores
 from harness.metrics.base import QueryEval
 from harness.types import ConfigError
-
-T = TypeVar("T")
 
 # HiChunk cov_mertic.py FACT_EXTRACTION_PROMPT, verbatim (str.format template).
 EXTRACTION_PROMPT = """
@@ -116,42 +114,10 @@ Reference Facts: {facts}
 ### Your Response:
 """
 
-_THINK_END = "</think>"
 _TRUTHY = {"1": 1, "yes": 1, "true": 1, "0": 0, "no": 0, "false": 0}
 
 
 # --- parsing (pure) -------------------------------------------------------------------------
-
-def strip_reasoning(text: str) -> str:
-    """The text after the last ``</think>`` (all of it when there is none)."""
-    return text.rsplit(_THINK_END, 1)[-1]
-
-
-def json_values(text: str) -> list[Any]:
-    """Every top-level JSON object or array found in ``text``, in order; when none decodes,
-    the span from the first ``{`` to the last ``}`` read as a Python literal (if it is one)."""
-    decoder, out, i = json.JSONDecoder(), [], 0
-    while True:
-        starts = [p for p in (text.find("{", i), text.find("[", i)) if p >= 0]
-        if not starts:
-            break
-        i = min(starts)
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except ValueError:
-            i += 1
-            continue
-        out.append(value)
-        i = end
-    if not out and "{" in text:
-        try:
-            value = ast.literal_eval(text[text.find("{"):text.rfind("}") + 1])
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            return []
-        if isinstance(value, (dict, list)):
-            out.append(value)
-    return out
-
 
 def _keyed_list(text: str, key: str, accept: Callable[[list], bool]) -> list | None:
     """The first ``{key: [...]}`` value in the output (or a bare list ``accept`` takes)."""
@@ -207,28 +173,6 @@ def fact_weighted_coverage(rows: Sequence[dict[str, float]], name: str = "fact_c
     scored = [r for r in rows if not math.isnan(r.get(name, NAN))]
     total = sum(r[f"{name}_facts"] for r in scored)
     return sum(r[f"{name}_covered"] for r in scored) / total if total else NAN
-
-
-# --- asking -----------------------------------------------------------------------------------
-
-def ask_parsed(llm: LLM, prompts: Sequence[str], parse: Callable[[str], T | None],
-               sampling: Callable[[int], Sampling], retries: int, desc: str) -> tuple[list[T | None], list[int]]:
-    """Chat each prompt (one batched call), parse the replies, and re-ask those that do not
-    parse with ``sampling(attempt)`` (a new seed) up to ``retries`` times when sampling.
-    Returns the parsed values (None where every attempt failed) and failures per prompt."""
-    parsed: list[T | None] = [None] * len(prompts)
-    failures = [0] * len(prompts)
-    todo = list(range(len(prompts)))
-    attempts = 1 + (retries if sampling(0).temperature > 0 else 0)
-    for attempt in range(attempts):
-        if not todo:
-            break
-        replies = llm.chat([[{"role": "user", "content": prompts[i]}] for i in todo], sampling(attempt), desc=desc)
-        for i, reply in zip(todo, replies):
-            parsed[i] = parse(reply)
-            failures[i] += parsed[i] is None
-        todo = [i for i in todo if parsed[i] is None]
-    return parsed, failures
 
 
 def check_template(template: Any, fields: set[str], param: str) -> str:

@@ -37,7 +37,7 @@ from pathlib import Path
 from string import Template
 
 from harness.llm.base import LLM, Sampling
-from harness.metrics.fact_cov import ask_parsed, json_values, strip_reasoning
+from harness.llm.replies import ask_parsed, json_values, strip_reasoning
 from harness.report.compare import per_query
 from harness.types import ConfigError
 
