@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test clean-cache mlflow-ui wordnet setup-vllm test-vllm setup-gpu
+.PHONY: setup run test test-fast clean-cache mlflow-ui wordnet setup-vllm test-vllm setup-gpu
 
 setup: $(STAMP)
 
@@ -61,6 +61,10 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The edit loop: everything but the end-to-end runs (marked `slow`); `make test` runs them too.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 mlflow-ui: setup
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns.db

@@ -16,7 +16,7 @@ from harness.types import ConfigError, DataError  # noqa: E402
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     from harness.pipeline.record import log_run
-    from harness.pipeline.run import Pipeline
+    from harness.pipeline.runner import Pipeline
     from harness.report.summary import print_summary
 
     try:

@@ -7,6 +7,7 @@ naming the dataset, the row and the field, so a bad input row is easy to find.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -65,6 +66,10 @@ class Document:
 
 @dataclass(frozen=True)
 class Query:
+    """A question. Its evidence is ``evidence``, spans of the documents, plus
+    ``unaligned_evidence``: snippets the dataset gives as evidence that could not be aligned to
+    a span (kept as text, never dropped). ``evidence_texts(documents)`` gives both as strings."""
+
     qid: str
     question: str
     answers: tuple[str, ...] = ()
@@ -73,6 +78,7 @@ class Query:
     facts: tuple[str, ...] = ()
     task: str = ""
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    unaligned_evidence: tuple[str, ...] = ()
 
     def validate(self, dataset: str, docs: dict[str, Document]) -> Query:
         row = str(self.qid)
@@ -91,12 +97,17 @@ class Query:
                 raise DataError(dataset, row, f"evidence[{i}]",
                                 f"span [{e.start}, {e.end}) is not inside document "
                                 f"{e.doc_id!r} (length {len(doc.text)})")
+        for i, text in enumerate(self.unaligned_evidence):
+            if not isinstance(text, str):
+                raise DataError(dataset, row, f"unaligned_evidence[{i}]",
+                                f"must be a string, got {type(text).__name__}")
         return self
 
-    @property
-    def evidence_texts(self) -> list[str]:
-        """Evidence as strings: the aligned spans' text plus snippets that could not be aligned."""
-        return list(self.meta.get("evidence_text", ())) + list(self.meta.get("unaligned_evidence", ()))
+    def evidence_texts(self, documents: Mapping[str, Document]) -> list[str]:
+        """Evidence as strings: the spans' text in ``documents`` (by doc id), in order, then the
+        snippets that could not be aligned."""
+        return ([documents[s.doc_id].text[s.start:s.end] for s in self.evidence]
+                + list(self.unaligned_evidence))
 
 
 PART_SEPARATOR = " "
@@ -161,9 +172,23 @@ class Retrieved:
 
 
 @dataclass(frozen=True)
+class Ranking:
+    """The retriever's ranking as the context read it (recorded by the assemble stage, so
+    ranking metrics never resolve it again): ``chunk_ids`` are content chunks after view and
+    ``expand`` resolution, contained chunks skipped; ``by_view`` lists per view (in order of
+    first hit) the content chunks its hits stand for, for MC-indexing's multi-view top k."""
+
+    qid: str
+    chunk_ids: tuple[str, ...]
+    expand: str = "none"
+    by_view: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
 class Context:
     """What the responder sees. ``spans`` are the document spans actually included
-    (they differ from the chunks' spans when the last chunk was truncated to the budget)."""
+    (they differ from the chunks' spans when the last chunk was truncated to the budget);
+    ``ranking`` is the resolved ranking the context was built from."""
 
     qid: str
     chunk_ids: tuple[str, ...]
@@ -171,6 +196,7 @@ class Context:
     n_tokens: int
     spans: tuple[Span, ...] = ()
     merges: int = 0
+    ranking: Ranking | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +205,16 @@ class Answer:
     text: str
     n_prompt_tokens: int = 0
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class DocChunks:
+    """One document's chunking: its chunks, the seconds it took, and what the chunker had to
+    repair (LLM chunkers' fallbacks)."""
+
+    chunks: list[Chunk]
+    seconds: float
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 def to_dict(record: Any) -> dict[str, Any]:

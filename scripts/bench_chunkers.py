@@ -1,11 +1,16 @@
-"""Every chunker on the same data, embedder and context budget: chunks per document, mean
-chunk size, chunking seconds per document, and the retrieval scores at that budget.
+"""Every chunker that needs no language model on the same data, embedder and context budget:
+chunks per document, mean chunk size, chunking seconds per document, and the retrieval scores
+at that budget. The LLM chunkers: scripts/bench_llm_chunkers.py.
 
-    .venv/bin/python scripts/bench_chunkers.py [--out results/chunkers_ohrbench.md] [hydra overrides...]
+    .venv/bin/python scripts/bench_chunkers.py [--out results/chunkers_ohrbench.md] [--only NAME,...]
+        [hydra overrides...]
 
-Each method runs through the real pipeline (``harness.pipeline.run.Pipeline``) with a fresh
-cache, so chunking seconds include what a chunker embeds or tokenizes itself. Overrides
-apply to every method (e.g. ``dataset=gutenqa context.budget=2048``).
+The methods are the choices of the config group `chunker` (``harness.report.registry``), each
+at its config's defaults, then with the context assembler it is meant for
+(``registry.CONTEXT_FOR``), then with the parameter variants of ``VARIANTS``. Each method runs
+through the real pipeline (``harness.pipeline.runner.Pipeline``) with a fresh cache, so chunking
+seconds include what a chunker embeds or tokenizes itself. Overrides apply to every method
+(e.g. ``dataset=gutenqa context.budget=2048``).
 """
 
 from __future__ import annotations
@@ -15,62 +20,67 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from hydra import compose, initialize_config_dir
 
-from harness.pipeline.run import Pipeline
+from harness.pipeline.runner import Pipeline
+from harness.report import registry
 
-REPO = Path(__file__).resolve().parents[1]
-
-# (label, overrides): every chunker of the project with the assembler it is meant for.
-METHODS = [
-    ("fixed (200 tok)", ["chunker=fixed"]),
-    ("original (200 chars)", ["chunker=original"]),
-    ("sentence FC200", ["chunker=sentence"]),
-    ("fixed_sentences (5)", ["chunker=fixed_sentences"]),
-    ("sentence_splitter (1024/200)", ["chunker=sentence_splitter"]),
-    ("sentence_splitter (200/0)", ["chunker=sentence_splitter", "chunker.chunk_size=200", "chunker.chunk_overlap=0"]),
-    ("recursive (200 tok)", ["chunker=recursive"]),
-    ("paragraph", ["chunker=paragraph"]),
-    ("section", ["chunker=section"]),
-    ("semantic_breakpoint (p95)", ["chunker=semantic_breakpoint"]),
-    ("semantic_breakpoint (p95, max 200)", ["chunker=semantic_breakpoint", "chunker.max_size=200"]),
-    ("semantic_cluster (single linkage)", ["chunker=semantic_cluster"]),
-    ("semantic_cluster (dbscan)", ["chunker=semantic_cluster", "chunker.method=dbscan"]),
-    ("multi_granular (200 w)", ["chunker=multi_granular"]),
-    ("multi_granular + parent_max", ["chunker=multi_granular", "context=parent_max", "context.unit=tokens"]),
-    ("structure_tree (200 tok)", ["chunker=structure_tree"]),
-    ("structure_tree + auto_merge", ["chunker=structure_tree", "context=auto_merge"]),
-    ("multi_view (section + keywords)", ["chunker=multi_view"]),
-    # Not at the token budget: MC-indexing's merge returns about k chunks, whatever their size.
-    ("multi_view + multi_view k=3", ["chunker=multi_view", "context=multi_view", "context.k=3"]),
-    ("section + topk k=3", ["chunker=section", "context=topk", "context.k=3"]),
-]
+# Settings the papers compare beyond a config's defaults: chunker -> [(label suffix, overrides)].
+VARIANTS = {
+    "sentence_splitter": [("(200/0)", ["chunker.chunk_size=200", "chunker.chunk_overlap=0"])],
+    "semantic_breakpoint": [("(max 200)", ["chunker.max_size=200"])],
+    "semantic_cluster": [("(dbscan)", ["chunker.method=dbscan"])],
+    # Not at the token budget: the k best chunks, whatever their size.
+    "section": [("+ topk k=3", ["context=topk", "context.k=3"])],
+}
+# One token budget for every method whose assembler has one (parent_max counts words by default).
+COMMON = ["context.budget=1024", "context.unit=tokens"]
 COLUMNS = {"chunks_per_doc": "chunks/doc", "chunk_size_mean": "mean tokens", "chunk_seconds_per_doc": "s/doc",
            "context_tokens": "ctx tokens", "evidence_recall": "ERec", "span_recall": "span recall",
            "span_precision_omega": "PΩ", "context_merges": "merges/q"}
 
 
+def methods() -> list[tuple[str, str, list[str]]]:
+    """(chunker, label, overrides) of every method, in the registry's order."""
+    names = [n for n in registry.choices("chunker") if not registry.needs_llm(n)]
+    if unknown := set(VARIANTS) - set(names):
+        raise SystemExit(f"VARIANTS names no chunker of configs/chunker without an LLM: {sorted(unknown)}")
+    out = []
+    for name in names:
+        out.append((name, name, [f"chunker={name}"]))
+        if context := registry.CONTEXT_FOR.get(name):
+            out.append((name, f"{name} + {context}", [f"chunker={name}", f"context={context}"]))
+        out += [(name, f"{name} {suffix}", [f"chunker={name}", *more]) for suffix, more in VARIANTS.get(name, [])]
+    return out
+
+
+def for_context(method: list[str], common: list[str]) -> list[str]:
+    """``common`` without the ``context.<key>`` overrides the method's assembler has no key for
+    (a top-k assembler has no budget)."""
+    context = registry.compose([*method, *(o for o in common if not o.startswith("context."))]).context
+    return [o for o in common if not o.startswith("context.") or o.split("=", 1)[0].split(".")[1] in context]
+
+
 def run(overrides: list[str], cache: str) -> dict[str, float]:
-    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
-        cfg = compose("config", overrides=[f"cache.dir={cache}", "tracking=none", *overrides])
+    cfg = registry.compose([f"cache.dir={cache}", "tracking=none", *overrides])
     return Pipeline(cfg, log=lambda *_: None).run().metrics
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=None, help="write the table (markdown) here too")
-    parser.add_argument("--only", default=None, help="comma-separated labels' prefixes to run")
+    parser.add_argument("--only", default=None, help="comma-separated chunker names or method labels to run")
     args, overrides = parser.parse_known_args()
-    # One token budget for every method (parent_max is switched from words to tokens above).
-    common = ["context.budget=1024", *overrides]
+    common = [*COMMON, *overrides]
+    todo = methods()
+    only = set(args.only.split(",")) if args.only else None
+    if only and (unknown := only - {c for c, _, _ in todo} - {label for _, label, _ in todo}):
+        parser.error(f"--only: no method {sorted(unknown)}; methods: {', '.join(label for _, label, _ in todo)}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for label, method in METHODS:
-            if args.only and not any(label.startswith(p) for p in args.only.split(",")):
+        for chunker, label, method in todo:
+            if only and chunker not in only and label not in only:
                 continue
-            # Top-k assemblers have no budget to fix.
-            fixed = [o for o in common if not (o.startswith("context.budget") and "context.k=3" in " ".join(method))]
-            m = run([*method, *fixed], f"{tmp}/{len(rows)}")
+            m = run([*method, *for_context(method, common)], f"{tmp}/{len(rows)}")
             rows.append({"method": label, **{v: m.get(k, float("nan")) for k, v in COLUMNS.items()}})
             print(f"{label}: " + ", ".join(f"{v}={rows[-1][v]:.4g}" for v in COLUMNS.values()), flush=True)
     table = pd.DataFrame(rows).set_index("method")

@@ -22,16 +22,6 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-
-
-def compose(overrides: list[str]):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return hydra_compose("config", overrides=overrides)
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -42,14 +32,16 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=16, help="questions in the answer run")
     args = ap.parse_args()
 
-    from hydra.utils import instantiate
-
     from harness.data.ohrbench import OHRBench
     from harness.llm.base import Sampling
-    from harness.pipeline.run import Pipeline
+    from harness.pipeline.components import build_component
+    from harness.pipeline.runner import Pipeline
+    from harness.report.registry import compose
+    from harness.report.registry import llm_overrides as overrides_for
 
-    llm_overrides = [f"llm={args.llm}", *[f"llm.{s}" for s in args.set]]
-    llm = instantiate(compose(llm_overrides).llm)
+    llm_overrides = overrides_for(args.llm, args.set)
+    # llm.cache=null: the speeds are of model calls, none may come from the run's cache
+    llm = build_component(compose([*llm_overrides, "llm.cache=null"]).llm, "llm")
     docs = OHRBench(path=None, name="ohrbench").load().documents
     passages = [d.text[i * 3000:i * 3000 + 1200] for d in docs for i in range(2)][:args.prompts]
 

@@ -1,7 +1,10 @@
 """Seconds per document, model calls and parse-failure rates of the LLM chunkers on one real document.
 
-    .venv/bin/python scripts/bench_llm_chunkers.py [--chunkers lumber,hichunk] [--words 3000]
+    .venv/bin/python scripts/bench_llm_chunkers.py [--chunkers NAME,...] [--words 3000]
         [--doc DOC_ID] [--out FILE] [hydra overrides...]
+
+The chunkers are those of the config group `chunker` that call the run's LLM
+(``harness.report.registry.needs_llm``), all of them unless ``--chunkers`` names some.
 
 The document is the first of the run's dataset (default: the bundled OHR-Bench sample, whose
 first document is finance/AMAZON_2019_10K) or ``--doc``, cut to its first ``--words`` words
@@ -18,12 +21,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
+from harness.pipeline.components import build_component
+from harness.report import registry
 
-from harness.pipeline.components import build_one
-
-REPO = Path(__file__).resolve().parents[1]
-# What each chunker counts as a parse failure, and as any fallback.
+# What each chunker counts as a parse failure, and as any fallback (its doc_counts keys); a
+# chunker not named here has neither (rates print as nan).
 # The logits-guided chunkers read probabilities, never parse text: one scored window per call.
 FAILURES = {"lumber": (("parse_failures",), ("parse_failures", "invalid_ids")),
             "hichunk": (("parse_failures",), ("window_fallbacks",)),
@@ -32,7 +34,7 @@ FAILURES = {"lumber": (("parse_failures",), ("parse_failures", "invalid_ids")),
 
 
 def load_doc(cfg, doc_id: str | None, words: int):
-    docs = build_one(cfg.dataset, "dataset").load().documents
+    docs = build_component(cfg.dataset, "dataset").load().documents
     doc = next(d for d in docs if d.doc_id == doc_id) if doc_id else docs[0]
     if words:
         ends = [m.end() for m in re.finditer(r"\S+", doc.text)]
@@ -42,35 +44,40 @@ def load_doc(cfg, doc_id: str | None, words: int):
 
 
 def bench(name: str, overrides: list[str], doc_id: str | None, words: int) -> dict:
-    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
-        cfg = compose("config", overrides=[f"chunker={name}", "tracking=none", *overrides])
+    # llm.cache=null: the seconds are of model calls, none may come from the LLM-call cache
+    cfg = registry.compose([f"chunker={name}", "tracking=none", "llm.cache=null", *overrides])
     doc = load_doc(cfg, doc_id, words)
-    chunker = build_one(cfg.chunker, "chunker")
+    chunker = build_component(cfg.chunker, "chunker")
     llm = chunker.llm
     llm.count_tokens("warm up")  # loads the model outside the timing
     t0 = time.perf_counter()
     chunks = chunker.chunk([doc])[0]
     seconds = time.perf_counter() - t0
-    counts = dict(chunker.doc_counts[doc.doc_id])
+    counts = chunker.take_counts(doc.doc_id)
     calls = counts.get("llm_calls") or counts.get("windows") or llm.stats.calls
-    parse, fallback = (sum(counts.get(k, 0) for k in keys) for keys in FAILURES[name])
+    failures = FAILURES.get(name, ((), ()))
+    parse, fallback = (sum(counts.get(k, 0) for k in keys) for keys in failures)
     return {"chunker": name, "doc": doc.doc_id, "words": len(doc.text.split()), "seconds": seconds,
             "calls": calls, "generated_tokens": llm.stats.generated_tokens,
-            "parse_failure_rate": parse / calls if calls and FAILURES[name][0] else float("nan"),
-            "fallback_rate": fallback / calls if calls and FAILURES[name][1] else float("nan"),
+            "parse_failure_rate": parse / calls if calls and failures[0] else float("nan"),
+            "fallback_rate": fallback / calls if calls and failures[1] else float("nan"),
             "chunks": len(chunks), "indexed": sum(c.indexed for c in chunks), "counts": counts,
             "model": llm.model, "max_tokens": getattr(getattr(chunker, "sampling", None), "max_tokens", "-")}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--chunkers", default="lumber,hichunk")
+    parser.add_argument("--chunkers", default=None, help="comma-separated; default: every LLM chunker")
     parser.add_argument("--words", type=int, default=3000, help="cut the document to this many words (0 = whole)")
     parser.add_argument("--doc", default=None, help="document id (default: the dataset's first)")
     parser.add_argument("--out", type=Path, default=None, help="append the results (markdown) here too")
     args, overrides = parser.parse_known_args()
+    llm_chunkers = [n for n in registry.choices("chunker") if registry.needs_llm(n)]
+    names = args.chunkers.split(",") if args.chunkers else llm_chunkers
+    if unknown := set(names) - set(llm_chunkers):
+        parser.error(f"--chunkers: {sorted(unknown)} call no LLM; LLM chunkers: {', '.join(llm_chunkers)}")
     lines = []
-    for name in args.chunkers.split(","):
+    for name in names:
         mine = [o.split(":", 1)[1] if ":" in o.split("=", 1)[0] else o for o in overrides
                 if ":" not in o.split("=", 1)[0] or o.startswith(f"{name}:")]
         r = bench(name, mine, args.doc, args.words)

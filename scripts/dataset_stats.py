@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from hydra import compose, initialize_config_dir
 
-from harness.pipeline.components import build_one
+from harness.pipeline.components import build_component
 from harness.text import is_cjk, sentence_spans
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def words(text: str) -> int:
 def stats(name: str, overrides: list[str]) -> dict[str, float | str]:
     with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
         cfg = compose("config", overrides=[f"dataset={name}", *overrides])
-    ds = build_one(cfg.dataset, "dataset").load()
+    ds = build_component(cfg.dataset, "dataset").load()
     docs = {d.doc_id: d for d in ds.documents}
     ev_texts = [docs[s.doc_id].text[s.start:s.end] for q in ds.queries for s in q.evidence]
     per_query_ev = [" ".join(docs[s.doc_id].text[s.start:s.end] for s in q.evidence) for q in ds.queries if q.evidence]

@@ -12,7 +12,10 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
+FIXTURES = REPO / "tests" / "fixtures"
+SAMPLES = REPO / "harness" / "data" / "samples"
 # Four one-page OHR-Bench documents (20 questions): real data, seconds to run.
 TINY = ["dataset.domains=[news,textbook]"]
 
@@ -31,17 +34,24 @@ def make_cfg(tmp_path):
     return _make
 
 
-def query_eval(query, context=None, answer=None, chunks_by_doc=None, ranked=(), documents=None):
-    """A QueryEval for metric unit tests: only what a test names is filled in."""
+def query_eval(query, context=None, answer=None, chunks_by_doc=None, ranked=(), documents=None, expand="none"):
+    """A QueryEval for metric unit tests: only what a test names is filled in. ``ranked`` is the
+    retriever's ranking; the context records it resolved with ``expand``, as the assemble
+    stage does."""
+    from dataclasses import replace
+
+    from harness.hierarchy import rank
     from harness.metrics.base import QueryEval
     from harness.types import Context, Retrieved
 
     chunks_by_doc = chunks_by_doc or {}
-    return QueryEval(query=query, retrieved=Retrieved(query.qid, tuple(ranked)),
-                     context=context or Context(query.qid, (), "", 0), answer=answer,
-                     chunks_by_doc=chunks_by_doc,
-                     chunks_by_id={c.chunk_id: c for cs in chunks_by_doc.values() for c in cs},
-                     documents=documents or {})
+    by_id = {c.chunk_id: c for cs in chunks_by_doc.values() for c in cs}
+    retrieved = Retrieved(query.qid, tuple(ranked))
+    context = context or Context(query.qid, (), "", 0)
+    if context.ranking is None:
+        context = replace(context, ranking=rank(retrieved, by_id, expand))
+    return QueryEval(query=query, retrieved=retrieved, context=context, answer=answer,
+                     chunks_by_doc=chunks_by_doc, chunks_by_id=by_id, documents=documents or {})
 
 
 class ScriptedLLM:

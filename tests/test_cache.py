@@ -4,7 +4,7 @@ import multiprocessing as mp
 
 import numpy as np
 
-from harness.pipeline.cache import Cache, make_key
+from harness.cache import Cache, make_key
 
 
 def test_keys_are_canonical():

@@ -1,19 +1,24 @@
-"""`python -m harness` as a user runs it: MLflow record, concurrency, sweeps, errors."""
+"""The command lines as a user runs them. `python -m harness`: MLflow record, concurrency,
+sweeps, errors. `python -m harness.cli`: parsing, and table/compare/judge/ls on real runs
+and the real configs."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import TINY
 
-REPO = Path(__file__).resolve().parents[1]
+from harness import cli
+from tests.conftest import CONFIGS, TINY, ScriptedLLM
+from tests.report.test_judge import RUN_A, RUN_B, judge_reply
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-def harness(*args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    return subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=cwd, env=env, text=True,
+def harness(*args: str, cwd: Path, module: str = "harness") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd, env=ENV, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -62,8 +67,8 @@ def test_run_record_in_mlflow(tmp_path):
     low, high = cold.data.metrics["evidence_recall/ci95_low"], cold.data.metrics["evidence_recall/ci95_high"]
     assert low <= cold.data.metrics["evidence_recall"] <= high
     # The paired comparison reads both runs' per-query artifacts: identical runs, no difference.
-    out = subprocess.run([sys.executable, "-m", "harness.report.compare", cold.info.run_id, warm.info.run_id,
-                          "--uri", uri], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    out = finish(harness("compare", cold.info.run_id, warm.info.run_id, "--uri", uri, cwd=tmp_path,
+                         module="harness.cli"))
     assert "B-A +0.0000" in out and "p = 1" in out and "n = 20 queries" in out
 
 
@@ -87,20 +92,6 @@ def test_bad_config_is_a_clear_error(tmp_path, override, message):
     assert not (tmp_path / "cache").exists()
 
 
-def test_report_pivots_recorded_runs(tmp_path):
-    from harness.report.runs import pivot, runs_frame
-
-    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
-    for retriever in ("bm25", "tfidf"):
-        finish(harness(*TINY, f"retriever={retriever}", f"cache.dir={tmp_path / 'cache'}",
-                       f"tracking.uri={uri}", cwd=tmp_path))
-    table = pivot(runs_frame(uri, "chunkbench"), "params.chunker._target_", "params.retriever._target_",
-                  "evidence_recall")
-    assert list(table.index) == ["FixedSizeChunker"]
-    assert list(table.columns) == ["BM25Retriever", "TfidfRetriever"]
-    assert ((table >= 0) & (table <= 1)).all().all()
-
-
 def test_killed_run_resumes_from_its_cache(tmp_path):
     """SIGKILL a real run while it embeds the full bundled sample, then rerun: documents
     chunked and vectors written before the kill are reused, and the rerun completes."""
@@ -122,3 +113,126 @@ def test_killed_run_resumes_from_its_cache(tmp_path):
     assert "[chunk] cached" in out and "8/8 documents from cache" in out
     assert sum(1 for f in (cache / "embeddings").rglob("*") if f.is_file()) > written
     assert "evidence_recall" in out
+
+
+# --- python -m harness.cli -----------------------------------------------------------------------
+
+def test_cli_parsing():
+    p = cli.parser()
+    a = p.parse_args(["table"])
+    assert (a.uri, a.experiment, a.rows, a.cols, a.metric) == (None, None, "params.chunker._target_",
+                                                               "params.retriever._target_", None)
+    a = p.parse_args(["compare", "A", "B", "--metric", "m1", "--metric", "m2", "--uri", "sqlite:///x.db"])
+    assert (a.run_a, a.run_b, a.metric, a.uri, cli.overrides(a)) == ("A", "B", ["m1", "m2"], "sqlite:///x.db", [])
+    a = p.parse_args(["judge", "A", "B", "--llm-config", "vllm", "--set", "model=Qwen/Qwen3-8B", "--set",
+                      "dtype=float32", "--cache", "/c"])
+    assert cli.overrides(a) == ["llm=vllm", "llm.model=Qwen/Qwen3-8B", "llm.dtype=float32", "cache.dir=/c"]
+    a = p.parse_args(["judge", "A", "B"])
+    assert cli.overrides(a) == ["llm=transformers"]
+    assert (a.temperature, a.max_tokens, a.seed, a.retries, a.out, a.prompt_file) == (0.0, 512, 0, 2, None, None)
+    assert p.parse_args(["ls"]).group is None and p.parse_args(["ls", "chunker"]).group == "chunker"
+    for bad in ([], ["nope"], ["compare", "A"], ["table", "--nope"]):
+        with pytest.raises(SystemExit):
+            p.parse_args(bad)
+
+
+def test_ls_lists_the_real_configs(capsys):
+    cli.main(["ls"])
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line]
+    assert len(rows) == len(list(CONFIGS.rglob("*.yaml"))) - 1  # every file but configs/config.yaml
+    assert lines.count("") == len({line.split()[0] for line in rows}) - 1  # a blank line between groups
+    assert len({len(line) - len(line.split(maxsplit=2)[2]) for line in rows}) == 1  # descriptions aligned
+    assert "experiment" in {line.split()[0] for line in rows}
+    assert any(line.split()[:2] == ["chunker", "fixed"] and line.endswith("windows share `overlap` units.")
+               for line in rows)
+    cli.main(["ls", "tracking"])
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()] == [["tracking", "local"],
+                                                                                   ["tracking", "none"]]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["ls", "nope"], "no config group 'nope' (groups: chunker,"),
+    (["judge", "A", "B", "--llm-config", "gpt5"], "Could not find 'llm/gpt5'"),
+    (["judge", "A", "B", "--set", "no_such_key=1"], "no_such_key"),
+    (["judge", "A", "B", "--llm-config", "none"], "--llm-config none: builds NoneType, not a language model"),
+])
+def test_cli_errors_are_one_line(argv, message, capsys, monkeypatch):
+    import harness.report.compare as compare_module
+
+    monkeypatch.setattr(compare_module, "per_query", lambda uri, run: {"A": RUN_A, "B": RUN_B}[run])
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("chunkbench: error: ") and message in err, err
+
+
+def test_judge_llm_from_the_composed_config(tmp_path):
+    args = cli.parser().parse_args(["judge", "A", "B", "--set", "batch_size=3", "--cache", str(tmp_path)])
+    llm = cli.build_llm(cli.registry.compose(cli.overrides(args)), args.llm_config)
+    assert type(llm).__name__ == "TransformersLLM" and llm.batch_size == 3
+    assert llm.cache.dir.absolute() == tmp_path.absolute()  # the judge's model calls are cached there
+
+
+def test_judge_command(monkeypatch, tmp_path, capsys):
+    import harness.pipeline.components as components
+    import harness.report.compare as compare_module
+
+    read, built = [], []
+    monkeypatch.setattr(compare_module, "per_query", lambda uri, run: read.append(uri) or {"A": RUN_A, "B": RUN_B}[run])
+
+    def build(node, where):
+        built.append((where, node.model, node.batch_size))
+        return ScriptedLLM(reply=judge_reply)
+
+    monkeypatch.setattr(components, "build_component", build)
+    out = tmp_path / "judged.jsonl"
+    cli.main(["judge", "A", "B", "--set", "batch_size=3", "--out", str(out), "--cache", str(tmp_path / "cache")])
+    assert built == [("llm", "bundled", 3)] and read == ["sqlite:///mlruns.db"] * 2  # tracking.uri of the config
+    printed = capsys.readouterr().out
+    assert printed.startswith("A = A, B = B; judge scripted; 4 queries judged, left out: ")
+    assert "score_based  A win 0.333  tie 0.333  A loss 0.333  (n = 3, invalid = 1)" in printed
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["score_based"] for r in records] == ["win", "tie", "loss", None]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A real MLflow store: two runs on OHR-Bench's news documents (6 questions), BM25 and TF-IDF."""
+    d = tmp_path_factory.mktemp("store")
+    uri = f"sqlite:///{d / 'mlruns.db'}"
+    for retriever in ("bm25", "tfidf"):
+        finish(harness("dataset.domains=[news]", f"retriever={retriever}", f"cache.dir={d / 'cache'}",
+                       f"tracking.uri={uri}", cwd=d))
+    return d, [r.info.run_id for r in sorted(runs(uri), key=lambda r: r.info.start_time)]
+
+
+@pytest.mark.slow
+def test_table_command(store):
+    d, _ = store
+    out = finish(harness("table", "--uri", f"sqlite:///{d / 'mlruns.db'}", cwd=d, module="harness.cli"))
+    lines = out.splitlines()
+    assert lines[:3] == ["", "evidence_recall  (chunkbench, scale=smoke)", "                  BM25Retriever  TfidfRetriever"]
+    assert lines[3].split()[0] == "FixedSizeChunker" and all(0 <= float(v) <= 1 for v in lines[3].split()[1:])
+    assert lines[4:6] == ["", "span_recall  (chunkbench, scale=smoke)"] and len(lines) == 8
+    # the store of the config's tracking.uri (sqlite:///mlruns.db in the working directory) by default
+    out = finish(harness("table", "--metric", "span_recall", "--rows", "params.retriever._target_",
+                         "--cols", "params.chunker._target_", cwd=d, module="harness.cli"))
+    lines = out.splitlines()
+    assert lines[1] == "span_recall  (chunkbench, scale=smoke)" and lines[2].split() == ["FixedSizeChunker"]
+    assert [line.split()[0] for line in lines[3:]] == ["BM25Retriever", "TfidfRetriever"]
+    p = harness("table", "--experiment", "nope", cwd=d, module="harness.cli")
+    assert p.communicate(timeout=120)[1].endswith("no finished runs in experiment 'nope' at sqlite:///mlruns.db\n")
+    assert p.returncode == 1
+
+
+@pytest.mark.slow
+def test_compare_command(store):
+    d, (a, b) = store
+    out = finish(harness("compare", a, b, "--metric", "evidence_recall", "--metric", "span_recall", cwd=d,
+                         module="harness.cli"))
+    lines = out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["evidence_recall", "span_recall"]
+    assert all("paired permutation p = " in line and "n = 6 queries (0 only in one run)" in line for line in lines)
+    p = harness("compare", a, b, "--metric", "nope", cwd=d, module="harness.cli")
+    assert "has no per-query metric 'nope'" in p.communicate(timeout=120)[1] and p.returncode == 1

@@ -19,11 +19,18 @@ class Chunker(ABC):
     fails before any work starts.
     """
 
+    batch_size: int = 1  # documents per ``chunk`` call (LLM chunkers step several together)
+
     def chunk(self, docs: Sequence[Document]) -> list[list[Chunk]]:
         return [self.chunk_document(d) for d in docs]
 
     @abstractmethod
     def chunk_document(self, doc: Document) -> list[Chunk]: ...
+
+    def take_counts(self, doc_id: str) -> dict[str, int]:
+        """What the chunker had to repair in ``doc_id`` since the last call (LLM chunkers count
+        the fallbacks they take on unparsable output); stored with the document's chunks."""
+        return {}
 
 
 def spans_to_chunks(doc: Document, spans: Iterable[tuple[int, int]], level: int = 0, *,

@@ -3,9 +3,8 @@
 An embedding chunker's config carries ``embedder: ${embedder}`` by default, so it
 embeds with the run's embedder unless told otherwise (``chunker.embedder.model=...``),
 and the embedder's settings are part of the chunk cache key through the resolved
-config. The model itself is loaded once per process however many components use it.
-The pipeline sets ``cache`` so sentence vectors are shared with retrieval and reused
-across runs; without one (a chunker used on its own) vectors are computed directly.
+config. The model itself is loaded once per process however many components use it, and
+the embedder's cache shares sentence vectors with retrieval and across runs.
 """
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.chunking.base import Chunker, require
-from harness.pipeline.cache import Cache
-from harness.retrieval.embedders import SentenceTransformerEmbedder, encode_cached
+from harness.retrieval.embedders import SentenceTransformerEmbedder
 
 
 class EmbeddingChunker(Chunker):
@@ -24,14 +22,10 @@ class EmbeddingChunker(Chunker):
         require(isinstance(embedder, SentenceTransformerEmbedder),
                 f"chunker.embedder must build an embedder (e.g. embedder: ${{embedder}}); got {embedder!r}")
         self.embedder = embedder
-        self.cache: Cache | None = None  # set by the pipeline
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised vectors, one row per text (shape (0, 0) for no texts)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         prefix = self.embedder.document_prefix
-        texts = [prefix + t for t in texts]
-        if self.cache is None:
-            return self.embedder.encode(texts)
-        return encode_cached(self.embedder, texts, self.cache, "embed sentences")
+        return self.embedder.encode([prefix + t for t in texts], "embed sentences")

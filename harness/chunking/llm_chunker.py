@@ -17,13 +17,16 @@ from harness.llm.base import LLM
 
 
 class RepairCounts:
-    """Per-document counts of fallbacks taken on model output; the pipeline reads ``doc_counts``."""
+    """Per-document counts of fallbacks taken on model output (``Chunker.take_counts``)."""
 
     def __init__(self):
         self.doc_counts: dict[str, Counter[str]] = defaultdict(Counter)
 
     def count(self, doc_id: str, name: str, n: int = 1) -> None:
         self.doc_counts[doc_id][name] += n
+
+    def take_counts(self, doc_id: str) -> dict[str, int]:
+        return dict(self.doc_counts.pop(doc_id, {}))
 
 
 class LLMChunker(RepairCounts, Chunker):

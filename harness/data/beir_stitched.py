@@ -64,16 +64,14 @@ skipped and counted in the report.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from pathlib import Path
 from typing import Any, Sequence
 
 from harness.data.align import AlignmentReport
-from harness.data.base import Dataset, DatasetLoader, files_digest
-from harness.data.local import RowFields, check_limit, read_rows
-from harness.data.sampling import check_seed, take
+from harness.data.base import DatasetLoader, Read, mean, rows_digest
+from harness.data.rows import RowFields, Rows, read_qrels, read_rows
+from harness.data.sampling import check_limit, take
 from harness.text import sentence_spans
 from harness.types import ConfigError, DataError, Document, Query, Section, Span
 
@@ -83,8 +81,6 @@ PAPER_SPLITS = {"miracl": "train", "nq": "test", "scidocs": "test", "scifact": "
 NO_HUB_COPY = ("miracl", "bioasq")
 SEP = "\n\n"
 BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/<source>.zip"
-
-Rows = list[tuple[str, Any]]
 
 
 def pack(lengths: Sequence[int], target: int) -> list[list[int]]:
@@ -115,32 +111,6 @@ def render(title: str, text: str) -> str:
     return SEP.join(p for p in (title.strip(), text.strip()) if p)
 
 
-def _qrels_tsv(path: Path, dataset: str) -> list[tuple[str, str, str, Any]]:
-    """(location, query id, corpus id, raw score) per line of a BEIR or TREC qrels file."""
-    out = []
-    for lineno, raw in enumerate(path.read_bytes().split(b"\n"), 1):
-        location = f"{path.parent.name}/{path.name} line {lineno}"
-        try:
-            line = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as e:
-            raise DataError(dataset, location, "(whole line)", f"not UTF-8: {e}") from None
-        if not line.strip():
-            continue
-        cols = line.split("\t") if "\t" in line else line.split()
-        if lineno == 1 and cols[-1].strip().lower() in ("score", "rel", "relevance"):
-            continue  # BEIR's header: query-id corpus-id score
-        if len(cols) == 3:
-            qid, did, score = cols
-        elif len(cols) == 4:  # TREC: qid iteration docid relevance
-            qid, _, did, score = cols
-        else:
-            raise DataError(dataset, location, "(whole line)",
-                            f"expected 3 columns (query-id, corpus-id, score) or 4 (TREC), "
-                            f"got {len(cols)}")
-        out.append((location, qid.strip(), did.strip(), score.strip()))
-    return out
-
-
 def _id(f: RowFields, *names: str) -> str:
     """The row's id under the first of ``names`` present; numbers (a Parquet or CSV reader's
     guess for ids such as SciFact's) become strings."""
@@ -168,6 +138,8 @@ class BeirStitched(DatasetLoader):
     None takes the first items and stitches in corpus order (deterministic, not random).
     """
 
+    version = 2
+
     def __init__(self, source: str = "scifact", path: str | Path | None = None,
                  split: str = "test", name: str | None = None, sentences_per_doc: int = 100,
                  limit_queries: int | None = None, corpus_docs: int | None = None,
@@ -177,7 +149,8 @@ class BeirStitched(DatasetLoader):
                  qrels_revision: str | None = None):
         if not isinstance(source, str) or not source or source.startswith("."):
             raise ConfigError(f"source must name a BEIR-style set such as scifact, got {source!r}")
-        self.source, self.name = source, name or f"beir_stitched/{source}"
+        super().__init__(name or f"beir_stitched/{source}", limit_docs, limit_queries, seed)
+        self.source = source
         self.hub = path is None or str(path) in ("hub", "")
         self.path = None if self.hub else Path(path)
         if not isinstance(split, str) or not split or "/" in split:
@@ -186,10 +159,7 @@ class BeirStitched(DatasetLoader):
         if check_limit("sentences_per_doc", sentences_per_doc) in (None, 0):
             raise ConfigError(f"sentences_per_doc must be an integer >= 1, got {sentences_per_doc!r}")
         self.sentences_per_doc = sentences_per_doc
-        self.limit_queries = check_limit("limit_queries", limit_queries)
         self.corpus_docs = check_limit("corpus_docs", corpus_docs)
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.seed = check_seed(seed)
         if isinstance(min_relevance, bool) or not isinstance(min_relevance, int):
             raise ConfigError(f"min_relevance must be an integer, got {min_relevance!r}")
         self.min_relevance, self.language = min_relevance, language
@@ -197,12 +167,12 @@ class BeirStitched(DatasetLoader):
         self.hub_qrels_id = hub_qrels_id or f"BeIR/{source}-qrels"
         self.revision, self.qrels_revision = revision, qrels_revision
         if self.hub and source in NO_HUB_COPY and hub_id is None:
-            raise self._unavailable(f"{source} has no BeIR copy on the Hugging Face Hub")
-        self._hub_tables: dict[str, Any] | None = None
+            raise self.unavailable(f"{source} has no BeIR copy on the Hugging Face Hub")
+        self._hub_cache: dict[str, Any] | None = None
 
     # -- sources -------------------------------------------------------------------------
 
-    def _unavailable(self, problem: str) -> ConfigError:
+    def how_to_get(self) -> str:
         if self.source in NO_HUB_COPY:
             how = (f"convert {self.source} to BEIR's layout (corpus.jsonl, queries.jsonl, "
                    f"qrels/{self.split}.tsv; see the module docstring of "
@@ -213,16 +183,16 @@ class BeirStitched(DatasetLoader):
                    f"{self.hub_id} and {self.split}.tsv from {self.hub_qrels_id}; or download "
                    f"{BEIR_URL.replace('<source>', self.source)}, unzip it and pass "
                    f"dataset.path=<folder holding corpus.jsonl, queries.jsonl, qrels/>")
-        return ConfigError(f"dataset {self.name!r}: {problem}. Get the data this way: {how}.")
+        return f"Get the data this way: {how}."
 
     def _folder(self) -> Path:
         for folder in (self.path, self.path / self.source):
             if any((folder / f"corpus{s}").is_file() for s in (".jsonl", ".jsonl.gz")):
                 return folder
         if not self.path.is_dir():
-            raise self._unavailable(f"folder {self.path} does not exist")
-        raise self._unavailable(f"neither {self.path} nor {self.path / self.source} holds "
-                                f"corpus.jsonl")
+            raise self.unavailable(f"folder {self.path} does not exist")
+        raise self.unavailable(f"neither {self.path} nor {self.path / self.source} holds "
+                               f"corpus.jsonl")
 
     def _files(self) -> dict[str, Path]:
         folder = self._folder()
@@ -235,30 +205,22 @@ class BeirStitched(DatasetLoader):
                     "qrels": f"qrels/{self.split}.tsv"}
         for kind, p in found.items():
             if p is None or not p.is_file():
-                raise self._unavailable(f"{folder} has no {expected[kind]}")
+                raise self.unavailable(f"{folder} has no {expected[kind]}")
         return found
-
-    def _hub_load(self, what: str, *args, **kwargs) -> list[dict[str, Any]]:
-        import datasets  # looked up at call time, so tests can stand in for the Hub
-
-        try:
-            table = datasets.load_dataset(*args, **kwargs)
-        except Exception as e:  # offline, renamed, gated: all end the same way for the user
-            raise self._unavailable(f"could not load {what} ({type(e).__name__}: {e})") from e
-        return table.to_list() if hasattr(table, "to_list") else list(table)
 
     def _tables(self) -> dict[str, Any]:
         """``corpus`` and ``queries`` as (location, row) lists; ``qrels`` as
         (location, query id, corpus id, raw score) tuples."""
         if self.hub:
-            if self._hub_tables is None:  # fingerprint() and load() share one download
+            if self._hub_cache is None:  # fingerprint() and load() share one download
                 import datasets  # looked up at call time, so tests can stand in for the Hub
 
                 rev = f"@{self.revision}" if self.revision else ""
                 tables: dict[str, Any] = {}
                 for kind in ("corpus", "queries"):
                     url = f"hf://datasets/{self.hub_id}{rev}/{kind}.jsonl.gz"
-                    rows = self._hub_load(url, "json", data_files=url, split="train")
+                    rows = self.hub_rows(f"could not load {url}", "json", data_files=url,
+                                         split="train")
                     tables[kind] = [(f"{self.hub_id}/{kind}.jsonl.gz row {i}", r)
                                     for i, r in enumerate(rows)]
                 # ids as strings: the CSV reader would otherwise turn "0123" into 123
@@ -266,17 +228,18 @@ class BeirStitched(DatasetLoader):
                                               "corpus-id": datasets.Value("string"),
                                               "score": datasets.Value("int64")})
                 tsv = f"{self.split}.tsv"
-                rows = self._hub_load(f"{tsv} from {self.hub_qrels_id}", self.hub_qrels_id,
-                                      data_files={self.split: tsv}, split=self.split,
-                                      features=features, revision=self.qrels_revision)
+                rows = self.hub_rows(f"could not load {tsv} from {self.hub_qrels_id}",
+                                     self.hub_qrels_id, data_files={self.split: tsv},
+                                     split=self.split, features=features,
+                                     revision=self.qrels_revision)
                 tables["qrels"] = [self._hub_qrel(f"{self.hub_qrels_id}/{tsv} row {i}", r)
                                    for i, r in enumerate(rows)]
-                self._hub_tables = tables
-            return self._hub_tables
+                self._hub_cache = tables
+            return self._hub_cache
         files = self._files()
         return {"corpus": list(read_rows(files["corpus"], self.name)),
                 "queries": list(read_rows(files["queries"], self.name)),
-                "qrels": _qrels_tsv(files["qrels"], self.name)}
+                "qrels": read_qrels(files["qrels"], self.name)}
 
     def _hub_qrel(self, location: str, raw: Any) -> tuple[str, str, str, Any]:
         f = RowFields(self.name, location, raw, "")
@@ -336,7 +299,7 @@ class BeirStitched(DatasetLoader):
 
     # -- loading -------------------------------------------------------------------------
 
-    def load(self) -> Dataset:
+    def read(self) -> Read:
         tables = self._tables()
         corpus = self._corpus(tables["corpus"])
         queries = self._queries(tables["queries"])
@@ -347,7 +310,7 @@ class BeirStitched(DatasetLoader):
         relevant = self._relevant(tables["qrels"], queries, corpus, empty, counters)
 
         eligible = [q for q in queries if q in relevant]  # queries.jsonl order
-        kept_q = take(eligible, self.limit_queries, self.seed, "queries")
+        kept_q = self.keep_queries(eligible)
         needed = list(dict.fromkeys(d for q in kept_q for d in relevant[q]))
         pool = [d for d in corpus if d not in empty]
         if self.corpus_docs is None:
@@ -387,16 +350,15 @@ class BeirStitched(DatasetLoader):
                       "source_sentences": [lengths[i] for i in members],
                       "n_sentences": sum(lengths[i] for i in members)}))
 
-        kept_docs = take(documents, self.limit_docs, self.seed, "docs")
+        kept_docs = self.keep_docs(documents)
         kept_ids = {d.doc_id for d in kept_docs}
-        by_id = {d.doc_id: d for d in kept_docs}
+        spans_of = {qid: sorted((where[d] for d in relevant[qid]), key=lambda w: (w[0], w[1]))
+                    for qid in kept_q}
         alignment = AlignmentReport()
         out_queries = []
-        for qid in kept_q:
-            spans = sorted((where[d] for d in relevant[qid]),
-                           key=lambda w: (w[0], w[1]))
-            if any(s[0] not in kept_ids for s in spans):
-                continue
+        for qid in self.on_kept_docs(kept_q, kept_ids, lambda q: [s[0] for s in spans_of[q]],
+                                     "queries_dropped_limit_docs"):
+            spans = spans_of[qid]
             for _ in spans:  # spans are exact by construction
                 alignment.add((0, 0, "exact"))
             out_queries.append(Query(
@@ -404,48 +366,34 @@ class BeirStitched(DatasetLoader):
                 doc_ids=tuple(dict.fromkeys(s[0] for s in spans)),
                 evidence=tuple(Span(*s) for s in spans), task=self.source,
                 meta={"relevant_source_ids": list(relevant[qid]), "qrels": relevant[qid],
-                      "evidence_text": [by_id[s[0]].text[s[1]:s[2]] for s in spans],
-                      "evidence_method": ["exact"] * len(spans), "unaligned_evidence": []}))
+                      "evidence_method": ["exact"] * len(spans)}))
 
-        n_sent = [d.meta["n_sentences"] for d in kept_docs]
-        words = [len(d.text.split()) for d in kept_docs]
-        n = len(out_queries)
-        report = {
-            "n_docs": len(kept_docs), "n_queries": n,
+        return kept_docs, out_queries, {
             "n_source_docs": sum(len(d.meta["source_ids"]) for d in kept_docs),
             # Qu et al. Table 4: S/D(*), S/D and D/Q
-            "sentences_per_doc": sum(n_sent) / len(n_sent) if n_sent else 0.0,
-            "source_sentences_per_doc": sum(lengths) / len(lengths) if lengths else 0.0,
-            "relevant_docs_per_query": sum(len(q.doc_ids) for q in out_queries) / n if n else 0.0,
-            "relevant_source_docs_per_query": (sum(len(q.evidence) for q in out_queries) / n
-                                               if n else 0.0),
-            "words_per_doc": sum(words) / len(words) if words else 0.0,
+            "sentences_per_doc": mean([d.meta["n_sentences"] for d in kept_docs]),
+            "source_sentences_per_doc": mean(lengths),
+            "relevant_docs_per_query": mean([len(q.doc_ids) for q in out_queries]),
+            "relevant_source_docs_per_query": mean([len(q.evidence) for q in out_queries]),
+            "words_per_doc": mean([len(d.text.split()) for d in kept_docs]),
             "source_docs_in_corpus": len(corpus), "source_docs_stitched": len(order),
             "source_docs_distractors": len(order) - len(needed),
-            **counters,
-            "queries_with_relevant_docs": len(eligible),
-            "queries_dropped_limit_queries": len(eligible) - len(kept_q),
-            "docs_dropped_limit_docs": len(documents) - len(kept_docs),
-            "queries_dropped_limit_docs": len(kept_q) - n,
-            **alignment.as_report("evidence"),
-        }
-        return Dataset(self.name, kept_docs, out_queries, report).validate()
+            **counters, "queries_with_relevant_docs": len(eligible),
+            **alignment.as_report("evidence")}
 
-    def fingerprint(self) -> str:
-        params = {"loader": "beir_stitched/1", "name": self.name, "source": self.source,
-                  "split": self.split, "sentences_per_doc": self.sentences_per_doc,
-                  "limit_queries": self.limit_queries, "corpus_docs": self.corpus_docs,
-                  "limit_docs": self.limit_docs, "seed": self.seed,
-                  "min_relevance": self.min_relevance, "language": self.language}
-        if self.hub:
-            h = hashlib.sha256()
-            for kind, rows in sorted(self._tables().items()):
-                for row in rows:
-                    h.update(json.dumps([kind, row], sort_keys=True, default=str).encode())
-            content = h.hexdigest()
-            params.update(hub_id=self.hub_id, hub_qrels_id=self.hub_qrels_id,
-                          revision=self.revision, qrels_revision=self.qrels_revision)
-        else:
-            files = self._files()
-            content = files_digest(list(files.values()))
-        return hashlib.sha256((content + json.dumps(params, sort_keys=True)).encode()).hexdigest()
+    def params(self) -> dict:
+        hub = ({"hub_id": self.hub_id, "hub_qrels_id": self.hub_qrels_id,
+                "revision": self.revision, "qrels_revision": self.qrels_revision}
+               if self.hub else {})
+        return {"source": self.source, "split": self.split,
+                "sentences_per_doc": self.sentences_per_doc, "corpus_docs": self.corpus_docs,
+                "min_relevance": self.min_relevance, "language": self.language, **hub}
+
+    def source_files(self) -> list[Path]:
+        return [] if self.hub else list(self._files().values())
+
+    def content_digest(self) -> str:
+        if not self.hub:
+            return super().content_digest()
+        return rows_digest([kind, row] for kind, rows in sorted(self._tables().items())
+                           for row in rows)

@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.data.align import FUZZY_MIN_SCORE
-from harness.data.base import SAMPLES_DIR, Dataset, files_digest
-from harness.data.local import WHOLE_ROW, RowFields, read_json_file
-from harness.data.qchunker import LANGUAGE, CorpusLocator, QChunkerLoader, add_evidence
+from harness.data.base import SAMPLES_DIR, Read
+from harness.data.qchunker_family import LANGUAGE, CorpusLocator, QChunkerLoader, add_evidence
+from harness.data.rows import WHOLE_ROW, RowFields, read_json_file
 from harness.types import ConfigError, DataError, Document, Query
 
 CRUD_REPO = "github.com/IAAR-Shanghai/CRUD_RAG"
@@ -82,6 +82,8 @@ class CRUD(QChunkerLoader):
     ``data/`` folder, with ``quest_eval/`` beside it). See the module docstring for the mapping.
     """
 
+    version = 2
+
     def __init__(self, path: str | Path | None = None, name: str = "crud",
                  subsets=("questanswer_1doc",), questions: str | None = None,
                  qa_only: bool = False, limit_docs: int | None = None,
@@ -94,9 +96,9 @@ class CRUD(QChunkerLoader):
             raise ConfigError(f"questions must be null, 'split' or 'quest_eval'; got {questions!r}")
         self.questions = questions or ("quest_eval" if self.path is None else "split")
 
-    def _unavailable(self, problem: str) -> ConfigError:
-        return ConfigError(
-            f"dataset {self.name!r}: {problem}. CRUD-RAG is published in {CRUD_REPO}: clone it "
+    def how_to_get(self) -> str:
+        return (
+            f"CRUD-RAG is published in {CRUD_REPO}: clone it "
             f"(data/crud_split/split_merged.json is over 4 MiB; data/80000_docs/ holds the corpus; "
             f"src/quest_eval/ the RAGQuestEval probes) and pass dataset.path=<checkout>; "
             f"dataset.questions=quest_eval asks the probes instead of the split's questions, "
@@ -107,7 +109,7 @@ class CRUD(QChunkerLoader):
     def _layout(self) -> dict[str, Any]:
         root = BUNDLED if self.path is None else self.path
         if not root.is_dir():
-            raise self._unavailable(f"folder {root} does not exist")
+            raise self.unavailable(f"folder {root} does not exist")
 
         def first(*names: str) -> Path | None:
             return next((root / n for n in names if (root / n).exists()), None)
@@ -140,25 +142,25 @@ class CRUD(QChunkerLoader):
                          "4 MiB); set dataset.questions=quest_eval for its real RAGQuestEval "
                          "probes, or get the split" if self.path is None else
                          f"{self.path} holds no data/crud_split/split_merged.json")
-                raise self._unavailable(where)
+                raise self.unavailable(where)
             files["split"] = layout["split"]
             files["quest_eval"] = {s: p for s, p in layout["quest_eval"].items() if p}
         else:
             missing = [s for s, p in layout["quest_eval"].items() if p is None]
             if missing:
-                raise self._unavailable(
+                raise self.unavailable(
                     f"no RAGQuestEval file for {', '.join(missing)} (src/quest_eval/"
                     f"{SUBSETS[missing[0]][0]}_quest_gt_save.json) under {self.path or BUNDLED}")
             files["quest_eval"] = layout["quest_eval"]
         if not self.qa_only:
             corpus = layout["corpus"]
             if corpus is None or not corpus.is_dir():
-                raise self._unavailable(f"no corpus folder data/80000_docs/ under "
-                                        f"{self.path or BUNDLED}")
+                raise self.unavailable(f"no corpus folder data/80000_docs/ under "
+                                       f"{self.path or BUNDLED}")
             files["corpus"] = sorted(p for p in corpus.iterdir()
                                      if p.is_file() and not p.name.startswith("."))
             if not files["corpus"]:
-                raise self._unavailable(f"the corpus folder {corpus} holds no file")
+                raise self.unavailable(f"the corpus folder {corpus} holds no file")
         return files
 
     # -- corpus ---------------------------------------------------------------------------------
@@ -264,16 +266,16 @@ class CRUD(QChunkerLoader):
                                 "event": f.get("event", str, "")}
         if item_id in probes:
             meta["quest_eval"] = probes[item_id]
-        doc_ids, spans = (), ()
+        doc_ids, spans, unaligned = [], [], []
         if locator is not None:
-            found, found_spans = add_evidence(meta, documents, locator, news, self.matchers)
-            doc_ids, spans = tuple(found), tuple(found_spans)
+            doc_ids, spans, unaligned = add_evidence(meta, documents, locator, news, self.matchers)
         return Query(qid=f"{subset}/{item_id}", question=question, answers=(answer,),
-                     doc_ids=doc_ids, evidence=spans, task=subset, meta=meta)
+                     doc_ids=tuple(doc_ids), evidence=tuple(spans), task=subset, meta=meta,
+                     unaligned_evidence=tuple(unaligned))
 
     # -- loading --------------------------------------------------------------------------------
 
-    def load(self) -> Dataset:
+    def read(self) -> Read:
         files = self._files()
         counters: Counter = Counter(corpus_blank_lines=0, corpus_lines_without_body_mark=0)
         if self.questions == "quest_eval":
@@ -332,11 +334,9 @@ class CRUD(QChunkerLoader):
                 "quest_eval_items_key_info_all_in_one_doc": whole,
                 "key_info_location_skipped": 0}
 
-    def fingerprint(self) -> str:
+    def source_files(self) -> list[Path]:
         files = self._files()
-        paths = [*files["corpus"], *files["quest_eval"].values()]
-        if files["split"]:
-            paths.append(files["split"])
-        params = {"loader": "crud/1", **self._params(), "subsets": list(self.subsets),
-                  "questions": self.questions}
-        return self._digest(files_digest(paths), params)
+        return [*files["corpus"], *files["quest_eval"].values(), *filter(None, [files["split"]])]
+
+    def params(self) -> dict:
+        return {**super().params(), "subsets": list(self.subsets), "questions": self.questions}

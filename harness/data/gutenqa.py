@@ -27,17 +27,14 @@ counts GutenQA as evidence-sparse.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from harness.data.align import (FUZZY_MIN_SCORE, AlignmentReport, align_evidence,
                                 check_fuzzy_min_score, configured_matchers)
-from harness.data.base import SAMPLES_DIR, Dataset, DatasetLoader, files_digest
-from harness.data.local import RowFields, check_limit, read_rows
-from harness.data.sampling import check_seed, take
-from harness.types import ConfigError, Document, Query, Section, Span
+from harness.data.base import SAMPLES_DIR, DatasetLoader, Read, mean, rows_digest
+from harness.data.rows import RowFields, Rows, read_rows
+from harness.types import Document, Query, Section, Span
 
 BUNDLED = SAMPLES_DIR / "gutenqa"
 HUB_ID = "LumberChunker/GutenQA"
@@ -50,8 +47,6 @@ _STEMS = {"chunks": ("gutenqa_chunks",), "questions": ("questions",),
 _SUFFIXES = (".parquet", ".jsonl", ".json")
 _QUESTION_COLUMNS = ("Question", "Answer", "Chunk Must Contain")
 JOIN = "\n"
-
-Rows = list[tuple[str, Any]]  # (location for errors, raw row)
 
 
 def _find(folder: Path, stems: tuple[str, ...]) -> Path | None:
@@ -72,27 +67,26 @@ class GutenQA(DatasetLoader):
     ``fuzzy_min_score`` (0-100, None = off) is the fuzzy matcher's threshold.
     """
 
+    version = 2
+
     def __init__(self, path: str | Path | None = None, name: str = "gutenqa",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, paragraphs: bool = True,
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE, hub_id: str = HUB_ID,
                  hub_paragraphs_id: str = HUB_PARAGRAPHS_ID, revision: str | None = None):
+        super().__init__(name, limit_docs, limit_queries, seed)
         self.hub = str(path) == "hub"
         self.path = None if self.hub else (BUNDLED if path is None else Path(path))
-        self.name = name
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.limit_queries = check_limit("limit_queries", limit_queries)
-        self.seed = check_seed(seed)
         self.paragraphs = bool(paragraphs)
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.hub_id, self.hub_paragraphs_id, self.revision = hub_id, hub_paragraphs_id, revision
-        self._hub_tables: dict[str, Rows | None] | None = None
+        self._hub_cache: dict[str, Rows | None] | None = None
 
     # -- sources -------------------------------------------------------------------------
 
-    def _unavailable(self, problem: str) -> ConfigError:
-        return ConfigError(
-            f"dataset {self.name!r}: {problem}. Get GutenQA one of these ways: "
+    def how_to_get(self) -> str:
+        return (
+            f"Get GutenQA one of these ways: "
             f"dataset.path=hub where the Hub is reachable (downloads {CHUNKS_FILE} and {QUESTIONS_FILE} from the Hugging "
             f"Face dataset {self.hub_id}, and {PARAGRAPHS_FILE} from {self.hub_paragraphs_id}); "
             f"or download those files and pass dataset.path=<folder holding them>; or leave "
@@ -101,7 +95,7 @@ class GutenQA(DatasetLoader):
     def _files(self) -> dict[str, Path | None]:
         """The files a folder provides: chunks + questions, or the legacy single table."""
         if not self.path.is_dir():
-            raise self._unavailable(f"folder {self.path} does not exist")
+            raise self.unavailable(f"folder {self.path} does not exist")
         found = {kind: _find(self.path, stems) for kind, stems in _STEMS.items()}
         if not self.paragraphs:
             found["paragraphs"] = None
@@ -110,33 +104,26 @@ class GutenQA(DatasetLoader):
         elif found["legacy"]:
             found["chunks"] = found["questions"] = None
         else:
-            raise self._unavailable(
+            raise self.unavailable(
                 f"{self.path} holds neither {CHUNKS_FILE} + {QUESTIONS_FILE} nor {LEGACY_FILE} "
                 f"(.parquet, .jsonl or .json)")
         return found
 
     def _hub_table(self, repo: str, filename: str) -> Rows:
-        import datasets  # looked up at call time, so tests can stand in for the Hub
-
-        try:
-            table = datasets.load_dataset(repo, data_files=filename, split="train",
-                                          revision=self.revision)
-        except Exception as e:  # offline, gated, renamed: all end the same way for the user
-            raise self._unavailable(f"could not load {filename} from the Hugging Face dataset "
-                                    f"{repo} ({type(e).__name__}: {e})") from e
-        rows = table.to_list() if hasattr(table, "to_list") else list(table)
+        rows = self.hub_rows(f"could not load {filename} from the Hugging Face dataset {repo}",
+                             repo, data_files=filename, split="train", revision=self.revision)
         return [(f"{repo}/{filename} row {i}", r) for i, r in enumerate(rows)]
 
     def _tables(self) -> dict[str, Rows | None]:
         """Raw rows per table: ``chunks``, ``questions``, ``paragraphs`` (None if absent)."""
         if self.hub:
-            if self._hub_tables is None:  # fingerprint() and load() share one download
-                self._hub_tables = {
+            if self._hub_cache is None:  # fingerprint() and load() share one download
+                self._hub_cache = {
                     "chunks": self._hub_table(self.hub_id, CHUNKS_FILE),
                     "questions": self._hub_table(self.hub_id, QUESTIONS_FILE),
                     "paragraphs": (self._hub_table(self.hub_paragraphs_id, PARAGRAPHS_FILE)
                                    if self.paragraphs else None)}
-            return self._hub_tables
+            return self._hub_cache
         files = self._files()
         tables = {kind: (list(read_rows(p, self.name)) if p else None) for kind, p in files.items()}
         if tables.pop("legacy") is not None:
@@ -237,7 +224,7 @@ class GutenQA(DatasetLoader):
             out.append((f, qid, chunk_id))
         return out
 
-    def load(self) -> Dataset:
+    def read(self) -> Read:
         tables = self._tables()
         books = self._books(tables["chunks"])
         questions = self._questions(tables["questions"], books)
@@ -246,28 +233,21 @@ class GutenQA(DatasetLoader):
         counters = {"books_paragraphs_mismatch": 0, "books_structure_from_chunks": 0,
                     "chapter_boundaries_approximate": 0, "evidence_missing": 0,
                     "evidence_in_gold_chunk": 0}
-        kept_books = take(list(books), self.limit_docs, self.seed, "docs")
+        kept_books = self.keep_docs(list(books))
         documents = [self._document(b, books[b],
                                     None if paragraphs is None else paragraphs.get(b, []),
                                     counters) for b in kept_books]
         by_id = {d.doc_id: d for d in documents}
-        on_kept = [q for q in questions if q[0].raw["Book Name"] in by_id]
-        limited = take(on_kept, self.limit_queries, self.seed, "queries")
+        on_kept = self.on_kept_docs(questions, by_id, lambda q: (q[0].raw["Book Name"],))
+        limited = self.keep_queries(on_kept)
 
         alignment = AlignmentReport()
         matchers = configured_matchers(self.fuzzy_min_score)
         queries = [self._query(f, qid, chunk_id, by_id[f.raw["Book Name"]], alignment, matchers,
                                counters) for f, qid, chunk_id in limited]
-        words = [len(d.text.split()) for d in documents]
-        report = {
-            "n_docs": len(documents), "n_queries": len(queries),
-            "words_per_doc": sum(words) / len(words) if words else 0.0,
-            **alignment.as_report("evidence"), **counters,
-            "docs_dropped_limit_docs": len(books) - len(documents),
-            "queries_dropped_doc_filters": len(questions) - len(on_kept),
-            "queries_dropped_limit_queries": len(on_kept) - len(limited),
-        }
-        return Dataset(self.name, documents, queries, report).validate()
+        return documents, queries, {
+            "words_per_doc": mean([len(d.text.split()) for d in documents]),
+            **alignment.as_report("evidence"), **counters}
 
     def _query(self, f: RowFields, qid: str, chunk_id: int, doc: Document,
                alignment: AlignmentReport, matchers, counters: dict[str, int]) -> Query:
@@ -275,8 +255,8 @@ class GutenQA(DatasetLoader):
         lo, hi = doc.meta["lumberchunker_spans"][index]
         snippet = f.get("Chunk Must Contain", str, "")
         meta = {"book_id": doc.meta["book_id"], "chunk_id": chunk_id, "gold_chunk_span": [lo, hi],
-                "evidence_text": [], "unaligned_evidence": [], "evidence_method": []}
-        evidence = ()
+                "evidence_method": []}
+        evidence, unaligned = (), ()
         if not snippet.strip():
             counters["evidence_missing"] += 1
         else:
@@ -284,28 +264,27 @@ class GutenQA(DatasetLoader):
             if found:
                 start, end, method = found
                 evidence = (Span(doc.doc_id, start, end),)
-                meta.update(evidence_text=[doc.text[start:end]], evidence_method=[method])
+                meta["evidence_method"] = [method]
                 counters["evidence_in_gold_chunk"] += lo <= start and end <= hi
             else:
-                meta["unaligned_evidence"] = [snippet]
+                unaligned = (snippet,)
         return Query(qid=qid, question=f.get("Question", str), answers=(f.get("Answer", str),),
-                     doc_ids=(doc.doc_id,), evidence=evidence, task="T0", meta=meta)
+                     doc_ids=(doc.doc_id,), evidence=evidence, task="T0", meta=meta,
+                     unaligned_evidence=unaligned)
 
-    def fingerprint(self) -> str:
-        params = {"loader": "gutenqa/1", "name": self.name, "limit_docs": self.limit_docs,
-                  "limit_queries": self.limit_queries, "seed": self.seed,
-                  "paragraphs": self.paragraphs, "fuzzy_min_score": self.fuzzy_min_score}
-        if self.hub:
-            h = hashlib.sha256()
-            for kind, rows in sorted(self._tables().items()):
-                for _, raw in rows or ():
-                    h.update(json.dumps([kind, raw], sort_keys=True, default=str).encode())
-            content = h.hexdigest()
-            params.update(hub_id=self.hub_id, hub_paragraphs_id=self.hub_paragraphs_id,
-                          revision=self.revision)
-        else:
-            content = files_digest([p for p in self._files().values() if p])
-        return hashlib.sha256((content + json.dumps(params, sort_keys=True)).encode()).hexdigest()
+    def params(self) -> dict:
+        hub = ({"hub_id": self.hub_id, "hub_paragraphs_id": self.hub_paragraphs_id,
+                "revision": self.revision} if self.hub else {})
+        return {"paragraphs": self.paragraphs, "fuzzy_min_score": self.fuzzy_min_score, **hub}
+
+    def source_files(self) -> list[Path]:
+        return [] if self.hub else [p for p in self._files().values() if p]
+
+    def content_digest(self) -> str:
+        if not self.hub:
+            return super().content_digest()
+        return rows_digest([kind, raw] for kind, rows in sorted(self._tables().items())
+                           for _, raw in rows or ())
 
 
 def _runs(units: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:

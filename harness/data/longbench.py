@@ -36,17 +36,14 @@ field when the rest of the line parses. An empty context is skipped with its que
 from __future__ import annotations
 
 import io
-import hashlib
-import json
 import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from harness.data.align import AlignmentReport
-from harness.data.base import Dataset, DatasetLoader, files_digest
-from harness.data.local import RowFields, check_limit, json_lines, read_rows
-from harness.data.sampling import check_seed, take
+from harness.data.base import DatasetLoader, Read, mean
+from harness.data.rows import RowFields, json_lines, read_rows
 from harness.types import ConfigError, Document, Query, Section
 
 HUB_ID = "THUDM/LongBench"
@@ -107,26 +104,25 @@ class LongBench(DatasetLoader):
     passage sections of the multi-document subsets off.
     """
 
+    version = 2
+
     def __init__(self, path: str | Path | None = None, subset="all", name: str = "longbench",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, passages: bool = True, hub_id: str = HUB_ID,
                  revision: str | None = None):
         self.subsets = _subsets(subset)
-        self.name = name
+        super().__init__(name, limit_docs, limit_queries, seed)
         self.hub = path is None or str(path) in ("hub", "")
         self.path = None if self.hub else Path(path)
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.limit_queries = check_limit("limit_queries", limit_queries)
-        self.seed = check_seed(seed)
         self.passages = bool(passages)
         self.hub_id, self.revision = hub_id, revision
         self._zip: Path | None = None
 
     # -- sources -------------------------------------------------------------------------
 
-    def _unavailable(self, problem: str) -> ConfigError:
-        return ConfigError(
-            f"dataset {self.name!r}: {problem}. Get LongBench one of these ways: leave "
+    def how_to_get(self) -> str:
+        return (
+            f"Get LongBench one of these ways: leave "
             f"dataset.path unset where the Hugging Face Hub is reachable (downloads {HUB_FILE} "
             f"from the dataset {self.hub_id} with huggingface_hub.hf_hub_download); or download "
             f"https://huggingface.co/datasets/{self.hub_id}/resolve/main/{HUB_FILE} and pass "
@@ -141,8 +137,8 @@ class LongBench(DatasetLoader):
                     repo_id=self.hub_id, filename=HUB_FILE, repo_type="dataset",
                     revision=self.revision))
             except Exception as e:  # offline, gated, renamed: all end the same way for the user
-                raise self._unavailable(f"could not download {HUB_FILE} from the Hugging Face "
-                                        f"dataset {self.hub_id} ({type(e).__name__}: {e})") from e
+                raise self.unavailable(f"could not download {HUB_FILE} from the Hugging Face "
+                                       f"dataset {self.hub_id} ({type(e).__name__}: {e})") from e
         return self._zip
 
     def _source(self, subset: str) -> tuple[Path, str | None]:
@@ -153,7 +149,7 @@ class LongBench(DatasetLoader):
         if p.is_file() and p.suffix == ".zip":
             return p, f"data/{subset}.jsonl"
         if not p.is_dir():
-            raise self._unavailable(f"{p} does not exist")
+            raise self.unavailable(f"{p} does not exist")
         for candidate in (p / f"{subset}.jsonl", p / "data" / f"{subset}.jsonl",
                           p / f"{subset}.parquet", p / "data" / f"{subset}.parquet"):
             if candidate.is_file():
@@ -164,8 +160,8 @@ class LongBench(DatasetLoader):
                 return shards[0], None  # one shard per subset in the mirrors
         if (p / HUB_FILE).is_file():
             return p / HUB_FILE, f"data/{subset}.jsonl"
-        raise self._unavailable(f"{p} holds none of {subset}.jsonl, data/{subset}.jsonl, "
-                                f"{subset}.parquet, {subset}/test-*.parquet or {HUB_FILE}")
+        raise self.unavailable(f"{p} holds none of {subset}.jsonl, data/{subset}.jsonl, "
+                               f"{subset}.parquet, {subset}/test-*.parquet or {HUB_FILE}")
 
     def _rows(self, subset: str) -> list[tuple[str, Any]]:
         path, member = self._source(subset)
@@ -177,9 +173,9 @@ class LongBench(DatasetLoader):
             with zipfile.ZipFile(path) as z:
                 data = z.read(member)
         except KeyError:
-            raise self._unavailable(f"{path} has no member {member}") from None
+            raise self.unavailable(f"{path} has no member {member}") from None
         except zipfile.BadZipFile as e:
-            raise self._unavailable(f"{path} is not a readable zip file ({e})") from None
+            raise self.unavailable(f"{path} is not a readable zip file ({e})") from None
         return list(json_lines(io.BytesIO(data), f"{path.name}:{member}", self.name, "_id"))
 
     # -- mapping -------------------------------------------------------------------------
@@ -235,7 +231,7 @@ class LongBench(DatasetLoader):
 
     # -- loading -------------------------------------------------------------------------
 
-    def load(self) -> Dataset:
+    def read(self) -> Read:
         rows = self._all_rows()
         counters = {"docs_skipped_empty": 0, "queries_skipped_empty_doc": 0,
                     "docs_with_passage_sections": 0, "docs_passages_unreliable": 0,
@@ -247,8 +243,10 @@ class LongBench(DatasetLoader):
             else:
                 counters["docs_skipped_empty"] += 1
                 counters["queries_skipped_empty_doc"] += 1
-        kept = take(candidates, self.limit_docs, self.seed, "docs")
-        limited = take(kept, self.limit_queries, self.seed, "queries")
+        kept = self.keep_docs(candidates)
+        limited = self.keep_queries(kept)
+        # one document per question: a question left out takes its document with it
+        self.count("docs_dropped_limit_queries", len(kept) - len(limited))
         # A row's document is only worth building if its question is kept.
         documents = [self._document(r["meta"]["subset"], r, counters) for r in limited]
         queries = []
@@ -259,28 +257,18 @@ class LongBench(DatasetLoader):
                                  doc_ids=(r["key"],), task=r["meta"]["subset"],
                                  meta={**r["meta"], "language": r["language"]}))
         lengths = [d.meta["length"] for d in documents if d.meta["length"] is not None]
-        words = [len(d.text.split()) for d in documents]
-        report = {
-            "n_docs": len(documents), "n_queries": len(queries),
-            "words_per_doc": sum(words) / len(words) if words else 0.0,
-            "length_per_doc": sum(lengths) / len(lengths) if lengths else 0.0,
+        return documents, queries, {
+            "words_per_doc": mean([len(d.text.split()) for d in documents]),
+            "length_per_doc": mean(lengths),
             "n_sections": sum(len(d.sections) for d in documents),
             **{f"queries_{s}": sum(q.task == s for q in queries) for s in self.subsets},
-            **AlignmentReport().as_report("evidence"), **counters,
-            "docs_dropped_limit_docs": len(candidates) - len(kept),
-            # one document per question: a question left out takes its document with it
-            "queries_dropped_limit_queries": len(kept) - len(limited),
-            "docs_dropped_limit_queries": len(kept) - len(limited),
-        }
-        return Dataset(self.name, documents, queries, report).validate()
+            **AlignmentReport().as_report("evidence"), **counters}
 
-    def fingerprint(self) -> str:
-        sources = [self._source(s) for s in self.subsets]
-        files = sorted({p for p, _ in sources})
-        params = json.dumps({"loader": "longbench/1", "name": self.name,
-                             "subsets": list(self.subsets), "limit_docs": self.limit_docs,
-                             "limit_queries": self.limit_queries, "seed": self.seed,
-                             "passages": self.passages, "hub_id": self.hub_id if self.hub else None,
-                             "revision": self.revision if self.hub else None,
-                             "sources": [[p.name, m] for p, m in sources]}, sort_keys=True)
-        return hashlib.sha256((files_digest(files) + params).encode()).hexdigest()
+    def source_files(self) -> list[Path]:
+        return sorted({p for p, _ in map(self._source, self.subsets)})
+
+    def params(self) -> dict:
+        return {"subsets": list(self.subsets), "passages": self.passages,
+                "hub_id": self.hub_id if self.hub else None,
+                "revision": self.revision if self.hub else None,
+                "sources": [[p.name, m] for p, m in map(self._source, self.subsets)]}

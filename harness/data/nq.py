@@ -57,290 +57,24 @@ read and the sample is drawn from all of them.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from harness.data.align import AlignmentReport
-from harness.data.base import Dataset, DatasetLoader, files_digest
-from harness.data.local import RowFields, check_limit, read_rows
-from harness.data.sampling import check_seed, take
-from harness.types import ConfigError, Document, Query, Section, Span
+from harness.data.base import DatasetLoader, Read, mean
+from harness.data.nq_rows import (Page, title_key, build_page, columns, from_google_row,
+                                  innermost_section, parse_annotations)
+from harness.data.rows import RowFields, expand_paths, iter_row_files
+from harness.data.sampling import check_limit
+from harness.types import ConfigError, Document, Query, Span
 
 HUB_ID = "google-research-datasets/natural_questions"
 DROP_SECTIONS = ("See also", "Notes", "References")
 ROW_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json")
 GOOGLE_RELEASE = "https://ai.google.com/research/NaturalQuestions/download"
-
-# Break strength a tag puts between the text tokens around it: 1 = "\n", 2 = "\n\n".
-_BREAKS = {**{t: 2 for t in ("p", "h1", "h2", "h3", "h4", "h5", "h6", "table", "ul", "ol", "dl",
-                              "blockquote", "pre")},
-           **{t: 1 for t in ("tr", "li", "dd", "dt", "br", "div", "caption", "hr")}}
-_SEPARATORS = (" ", "\n", "\n\n")
-_TAG = re.compile(r"<\s*(/?)\s*([A-Za-z][A-Za-z0-9]*)")
-_YES_NO = {-1: None, 0: "no", 1: "yes", "NONE": None, "NO": "no", "YES": "yes"}
-
-
-def _title_key(title: str) -> str:
-    """Heading titles compared case- and space-insensitively, an "[edit]" link ignored."""
-    title = re.sub(r"\[\s*edit\s*\]", " ", title, flags=re.IGNORECASE)
-    return " ".join(title.split()).casefold()
-
-
-def _tag(token: str) -> tuple[str, bool] | None:
-    """(lower-case tag name, is closing) of an HTML token, None for anything else."""
-    m = _TAG.match(token)
-    return (m.group(2).lower(), m.group(1) == "/") if m else None
-
-
-# -- reading rows -------------------------------------------------------------------------------
-
-def iter_row_files(paths: Iterable[Path], dataset: str) -> Iterator[tuple[str, Any]]:
-    """``(location, row)`` from each file in the order given (see ``read_rows``)."""
-    for path in paths:
-        yield from read_rows(path, dataset)
-
-
-def expand_paths(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    """A file, a glob pattern, or every file under a folder (recursively) whose name ends in
-    one of ``suffixes``; sorted, so the row order is the same on every machine."""
-    if path.is_file():
-        return [path]
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes))
-    return sorted(Path(p) for p in glob.glob(str(path)) if Path(p).is_file())
-
-
-# -- the page -----------------------------------------------------------------------------------
-
-@dataclass
-class Page:
-    """A page's text and its token -> character map (``-1``: token not in the text)."""
-
-    text: str
-    char_start: list[int]
-    char_end: list[int]
-    sections: list[Section]
-    n_tokens: int                      # text tokens in ``text``
-    dropped: list[tuple[int, int]]     # token ranges of dropped sections
-    headings_dropped: list[str] = field(default_factory=list)
-
-
-def build_page(tokens: list[str], is_html: list[bool], heading_levels: int,
-               drop_titles: frozenset[str]) -> Page:
-    """The text, sections and token map of one NQ document (see the module docstring)."""
-    n = len(tokens)
-    # 1. headings: (open tag index, end index, level, title)
-    heads: list[tuple[int, int, int, str]] = []
-    i = 0
-    while i < n:
-        tag = _tag(tokens[i]) if is_html[i] else None
-        if tag and not tag[1] and re.fullmatch(r"h[1-6]", tag[0]) and int(tag[0][1]) <= heading_levels:
-            j = i + 1
-            while j < n:  # the closing tag, or a block tag when it is missing
-                t = _tag(tokens[j]) if is_html[j] else None
-                if t and (t == (tag[0], True) or (t[0] in _BREAKS and not t[1])):
-                    break
-                j += 1
-            title = " ".join(tokens[k] for k in range(i + 1, j) if not is_html[k] and tokens[k])
-            heads.append((i, j, int(tag[0][1]), title))
-            i = j
-        i += 1
-    # 2. dropped token ranges: a dropped heading up to the next heading of its level or above
-    dropped, dropped_titles = [], []
-    for h, (start, _, level, title) in enumerate(heads):
-        if _title_key(title) in drop_titles and not any(a <= start < b for a, b in dropped):
-            end = next((s for s, _, lv, _ in heads[h + 1:] if lv <= level), n)
-            dropped.append((start, end))
-            dropped_titles.append(title)
-    # 3. the text
-    char_start, char_end = [-1] * n, [-1] * n
-    parts: list[str] = []
-    length, pending, n_text = 0, 0, 0
-    drops = iter(dropped + [(n + 1, n + 1)])
-    next_drop = next(drops)
-    i = 0
-    while i < n:
-        if i == next_drop[0]:
-            i, pending, next_drop = next_drop[1], 2, next(drops)
-            continue
-        token = tokens[i]
-        if is_html[i]:
-            tag = _tag(token)
-            if tag:
-                pending = max(pending, _BREAKS.get(tag[0], 0))
-        elif token:
-            if parts:
-                sep = _SEPARATORS[pending]
-                parts.append(sep)
-                length += len(sep)
-            char_start[i], char_end[i] = length, length + len(token)
-            parts.append(token)
-            length += len(token)
-            pending, n_text = 0, n_text + 1
-        i += 1
-    text = "".join(parts)
-    # 4. sections: headings left in the text that have a title there
-    kept = []
-    for start, end, level, title in heads:
-        first = next((char_start[k] for k in range(start + 1, end) if char_start[k] >= 0), -1)
-        if first >= 0:
-            kept.append((first, level, title))
-    sections = []
-    for h, (start, level, title) in enumerate(kept):
-        bound = next((s for s, lv, _ in kept[h + 1:] if lv <= level), len(text))
-        sections.append(Section(start, start + len(text[start:bound].rstrip()), level, title))
-    return Page(text, char_start, char_end, sections, n_text, dropped, dropped_titles)
-
-
-def innermost_section(sections: list[Section], pos: int) -> Section | None:
-    """The deepest section holding character ``pos`` (None: before every heading)."""
-    best = None
-    for s in sections:
-        if s.start <= pos < s.end and (best is None or s.level >= best.level):
-            best = s
-    return best
-
-
-# -- row fields ---------------------------------------------------------------------------------
-
-_LONG = ("start_token", "end_token", "start_byte", "end_byte", "candidate_index")
-_SPAN = ("start_token", "end_token", "start_byte", "end_byte")
-
-
-def _int(f: RowFields, value: Any, label: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise f.error(label, f"must be an integer, got {type(value).__name__}")
-    return value
-
-
-def columns(f: RowFields, value: Any, label: str, keys: tuple[str, ...],
-            optional: tuple[str, ...] = ()) -> dict[str, list]:
-    """A HF ``Sequence`` of dicts as a dict of equal-length lists; a list of dicts (Google's
-    jsonl, a pandas export) is accepted too. ``optional`` keys may be absent (-> Nones)."""
-    if isinstance(value, (list, tuple)):
-        out = {k: [] for k in keys + optional}
-        for i, item in enumerate(value):
-            if not isinstance(item, dict):
-                raise f.error(f"{label}[{i}]", f"must be an object, got {type(item).__name__}")
-            for k in keys + optional:
-                if k not in item and k in keys:
-                    raise f.error(f"{label}[{i}].{k}", "missing required field")
-                out[k].append(item.get(k))
-        return out
-    if value is None:
-        raise f.error(label, "missing required field")
-    if not isinstance(value, dict):
-        raise f.error(label, f"must be an object of lists, got {type(value).__name__}")
-    out, n = {}, None
-    for k in keys + optional:
-        v = value.get(k)
-        if v is None and k in optional:
-            continue
-        if not isinstance(v, (list, tuple)):
-            raise f.error(f"{label}.{k}", "missing required field" if v is None
-                          else f"must be a list, got {type(v).__name__}")
-        if n is not None and len(v) != n:
-            raise f.error(f"{label}.{k}", f"has {len(v)} entries, {label}.{keys[0]} has {n}")
-        n = len(v)
-        out[k] = list(v)
-    for k in optional:
-        out.setdefault(k, [None] * (n or 0))
-    return out
-
-
-@dataclass
-class Annotation:
-    index: int
-    ann_id: str
-    long: tuple[int, int, int, int, int] | None        # start/end token, start/end byte, cand.
-    short: list[tuple[int, int, str | None]]            # start/end token, upstream text
-    yes_no: str | None
-
-
-def parse_annotations(f: RowFields, n_tokens: int, candidates: dict[str, list]) -> list[Annotation]:
-    """The row's annotations, checked: token spans inside the document, a long answer equal
-    to the candidate it names."""
-    if f.raw.get("annotations") is None:
-        raise f.error("annotations", "missing required field")
-    cols = columns(f, f.raw.get("annotations"), "annotations",
-                   ("long_answer",), ("id", "short_answers", "yes_no_answer"))
-    out = []
-    for a, long in enumerate(cols["long_answer"]):
-        at = f"annotations.long_answer[{a}]"
-        if not isinstance(long, dict):
-            raise f.error(at, f"must be an object, got {type(long).__name__}")
-        vals = []
-        for k in _LONG:
-            if long.get(k) is None:
-                raise f.error(f"{at}.{k}", "missing required field")
-            vals.append(_int(f, long[k], f"{at}.{k}"))
-        st, et, _, _, ci = vals
-        span = None
-        if st >= 0:
-            if not st < et <= n_tokens:
-                raise f.error(at, f"token span [{st}, {et}) is not inside the document "
-                                  f"({n_tokens} tokens)")
-            if ci >= 0:
-                n_cand = len(candidates["start_token"])
-                if ci >= n_cand:
-                    raise f.error(f"{at}.candidate_index",
-                                  f"{ci} but the row has {n_cand} long_answer_candidates")
-                cand = (candidates["start_token"][ci], candidates["end_token"][ci])
-                if cand != (st, et):
-                    raise f.error(f"{at}.candidate_index", f"candidate {ci} spans tokens "
-                                  f"[{cand[0]}, {cand[1]}), the long answer [{st}, {et})")
-            span = tuple(vals)
-        shorts = []
-        raw_short = cols["short_answers"][a]
-        if raw_short is not None:
-            sc = columns(f, raw_short, f"annotations.short_answers[{a}]", ("start_token", "end_token"),
-                         ("start_byte", "end_byte", "text"))
-            for s, (ss, se, txt) in enumerate(zip(sc["start_token"], sc["end_token"], sc["text"])):
-                sat = f"annotations.short_answers[{a}]"
-                ss, se = _int(f, ss, f"{sat}.start_token[{s}]"), _int(f, se, f"{sat}.end_token[{s}]")
-                if not 0 <= ss < se <= n_tokens:
-                    raise f.error(f"{sat}", f"token span [{ss}, {se}) is not inside the document "
-                                            f"({n_tokens} tokens)")
-                if txt is not None and not isinstance(txt, str):
-                    raise f.error(f"{sat}.text[{s}]", f"must be a string, got {type(txt).__name__}")
-                shorts.append((ss, se, txt))
-        yn = cols["yes_no_answer"][a]
-        if yn is not None and (not isinstance(yn, (int, str)) or yn not in _YES_NO):
-            raise f.error(f"annotations.yes_no_answer[{a}]",
-                          f"must be -1/0/1 (NONE/NO/YES), got {yn!r}")
-        ann_id = cols["id"][a]
-        out.append(Annotation(a, str(ann_id) if ann_id is not None else str(a), span, shorts,
-                              _YES_NO.get(yn) if yn is not None else None))
-    return out
-
-
-def from_google_row(raw: dict) -> dict:
-    """A row of Google's jsonl release in the Hub layout (tokens' ``html_token`` -> ``is_html``,
-    ``yes_no_answer`` names kept: parse_annotations reads both)."""
-    anns = raw.get("annotations")
-    return {
-        "id": None if raw.get("example_id") is None else str(raw["example_id"]),
-        "document": {"title": raw.get("document_title"), "url": raw.get("document_url"),
-                     "html": raw.get("document_html"),
-                     "tokens": [{"token": t.get("token"), "is_html": t.get("html_token"),
-                                 "start_byte": t.get("start_byte"), "end_byte": t.get("end_byte")}
-                                if isinstance(t, dict) else t
-                                for t in raw.get("document_tokens") or ()]},
-        "question": {"text": raw.get("question_text"), "tokens": raw.get("question_tokens")},
-        "long_answer_candidates": raw.get("long_answer_candidates"),
-        "annotations": [{"id": None if a.get("annotation_id") is None else str(a["annotation_id"]),
-                         "long_answer": a.get("long_answer"),
-                         "short_answers": a.get("short_answers"),
-                         "yes_no_answer": a.get("yes_no_answer")}
-                        if isinstance(a, dict) else a for a in anns]
-        if isinstance(anns, list) else anns,
-    }
-
 
 # -- the loader ---------------------------------------------------------------------------------
 
@@ -368,6 +102,8 @@ class NaturalQuestions(DatasetLoader):
     ``config=dev``, ``split=validation``. Everything else: see the module docstring.
     """
 
+    version = 2
+
     def __init__(self, path: str | Path | None = "hub", name: str = "nq",
                  hub_id: str = HUB_ID, config: str = "dev", split: str = "validation",
                  streaming: bool = False, revision: str | None = None,
@@ -376,16 +112,13 @@ class NaturalQuestions(DatasetLoader):
                  drop_sections: Iterable[str] | None = DROP_SECTIONS, heading_levels: int = 3,
                  require_long_answer: bool = True, same_section: bool = True,
                  annotation: str = "first", answer_scope: str = "long_answer"):
-        self.name = name
+        super().__init__(name, limit_docs, limit_queries, seed)
         if path is None or str(path) in ("", "???"):
-            raise self._unavailable("dataset.path is not set")
+            raise self.unavailable("dataset.path is not set")
         self.hub = str(path) == "hub"
         self.path = None if self.hub else Path(path)
         self.hub_id, self.config, self.split = hub_id, config, split
         self.streaming, self.revision = bool(streaming), revision
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.limit_queries = check_limit("limit_queries", limit_queries)
-        self.seed = check_seed(seed)
         if check_limit("min_tokens", min_tokens) is None:
             raise ConfigError("min_tokens must be an integer >= 0, got None")
         self.min_tokens = min_tokens
@@ -405,9 +138,9 @@ class NaturalQuestions(DatasetLoader):
 
     # -- sources -------------------------------------------------------------------------
 
-    def _unavailable(self, problem: str) -> ConfigError:
-        return ConfigError(
-            f"dataset {self.name!r}: {problem}. Get Natural Questions one of these ways: "
+    def how_to_get(self) -> str:
+        return (
+            f"Get Natural Questions one of these ways: "
             f"dataset.path=hub where the Hugging Face Hub is reachable (loads {HUB_ID}, "
             f"dataset.config=dev is the 7,830-question validation set MC-indexing evaluates on; "
             f"config=default split=train is about 40 GB, add dataset.streaming=true to read it "
@@ -418,11 +151,11 @@ class NaturalQuestions(DatasetLoader):
     def _files(self) -> list[Path]:
         files = expand_paths(self.path, ROW_SUFFIXES)
         if not files:
-            raise self._unavailable(f"{self.path} is no file, folder or glob holding "
-                                    f"{' / '.join(ROW_SUFFIXES)} files")
+            raise self.unavailable(f"{self.path} is no file, folder or glob holding "
+                                   f"{' / '.join(ROW_SUFFIXES)} files")
         return files
 
-    def _hub_rows(self) -> Iterator[tuple[str, Any]]:
+    def _stream_hub(self) -> Iterator[tuple[str, Any]]:
         import datasets  # looked up at call time, so tests can stand in for the Hub
 
         where = f"{self.hub_id} ({self.config}/{self.split})"
@@ -431,8 +164,8 @@ class NaturalQuestions(DatasetLoader):
                                           streaming=self.streaming, revision=self.revision)
             rows = iter(table)
         except Exception as e:  # offline, renamed, no such config: all end the same way
-            raise self._unavailable(f"could not load {where} from the Hugging Face Hub "
-                                    f"({type(e).__name__}: {e})") from e
+            raise self.unavailable(f"could not load {where} from the Hugging Face Hub "
+                                   f"({type(e).__name__}: {e})") from e
         i = 0
         while True:
             try:
@@ -440,13 +173,13 @@ class NaturalQuestions(DatasetLoader):
             except StopIteration:
                 return
             except Exception as e:  # a stream that breaks half-way
-                raise self._unavailable(f"reading {where} failed at row {i} "
-                                        f"({type(e).__name__}: {e})") from e
+                raise self.unavailable(f"reading {where} failed at row {i} "
+                                       f"({type(e).__name__}: {e})") from e
             yield f"{where} row {i}", raw
             i += 1
 
     def _rows(self) -> Iterator[tuple[str, Any]]:
-        return self._hub_rows() if self.hub else iter_row_files(self._files(), self.name)
+        return self._stream_hub() if self.hub else iter_row_files(self._files(), self.name)
 
     # -- one row -------------------------------------------------------------------------
 
@@ -479,7 +212,7 @@ class NaturalQuestions(DatasetLoader):
             counters["queries_skipped_no_long_answer"] += 1
             return None
         page = build_page(tokens, is_html, self.heading_levels,
-                          frozenset(_title_key(s) for s in self.drop_sections))
+                          frozenset(title_key(s) for s in self.drop_sections))
         if not page.text.strip():
             raise f.error("document.tokens", "the document has no text tokens")
 
@@ -546,7 +279,7 @@ class NaturalQuestions(DatasetLoader):
 
     # -- loading -------------------------------------------------------------------------
 
-    def load(self) -> Dataset:
+    def read(self) -> Read:
         counters = {k: 0 for k in (
             "rows_read", "queries_skipped_no_long_answer",
             "queries_skipped_annotations_across_sections",
@@ -556,26 +289,25 @@ class NaturalQuestions(DatasetLoader):
         doc_order: list[tuple[str, str]] = []
         in_order: set[tuple[str, str]] = set()
         examples: list[_Example] = []
-        first_only = self.seed is None
         for location, raw in self._rows():
-            if first_only and self.limit_queries == 0:
+            if self.queries_full(len(examples)):
                 break
             counters["rows_read"] += 1
             ex = self._example(location, raw, counters)
             if ex is None:
                 continue
             if ex.doc_key not in in_order:
-                if first_only and self.limit_docs is not None and len(doc_order) >= self.limit_docs:
+                if self.docs_full(len(doc_order)):
                     break  # the first row on a page beyond the limit ends the scan, unused
                 doc_order.append(ex.doc_key)
                 in_order.add(ex.doc_key)
             examples.append(ex)
-            if first_only and self.limit_queries is not None and len(examples) >= self.limit_queries:
+            if self.queries_full(len(examples)):
                 break  # stop before pulling another row from a stream
 
-        kept_keys = set(take(doc_order, self.limit_docs, self.seed, "docs"))
-        on_kept = [ex for ex in examples if ex.doc_key in kept_keys]
-        limited = take(on_kept, self.limit_queries, self.seed, "queries")
+        kept_keys = set(self.keep_docs(doc_order))
+        limited = self.keep_queries(
+            self.on_kept_docs(examples, kept_keys, lambda ex: (ex.doc_key,), key=None))
 
         docs: dict[tuple[str, str], Document] = {}
         ids_by_title: dict[str, str] = {}
@@ -594,27 +326,20 @@ class NaturalQuestions(DatasetLoader):
                 qid=ex.f.row, question=ex.question, answers=tuple(ex.answers),
                 doc_ids=(doc.doc_id,),
                 evidence=tuple(Span(doc.doc_id, s, e) for s, e in ex.evidence),
-                meta={**ex.meta, "evidence_text": [doc.text[s:e] for s, e in ex.evidence],
-                      "evidence_method": ["token_offsets"] * len(ex.evidence),
-                      "unaligned_evidence": []}))
+                meta={**ex.meta, "evidence_method": ["token_offsets"] * len(ex.evidence)}))
         documents = list(docs.values())
         n_tok = [d.meta["n_tokens"] for d in documents]
         n_sec = [len(d.sections) for d in documents]
         ans_tok = [t for q in queries for t in q.meta["long_answer_n_tokens"]]
-        report = {
-            "n_docs": len(documents), "n_queries": len(queries),
-            "words_per_doc": _mean([len(d.text.split()) for d in documents]),
-            "tokens_per_doc": _mean(n_tok), "sections_per_doc": _mean(n_sec),
+        return documents, queries, {
+            "words_per_doc": mean([len(d.text.split()) for d in documents]),
+            "tokens_per_doc": mean(n_tok), "sections_per_doc": mean(n_sec),
             "tokens_per_section": sum(n_tok) / sum(n_sec) if sum(n_sec) else 0.0,
-            "tokens_per_answer": _mean(ans_tok),
+            "tokens_per_answer": mean(ans_tok),
             "sections_dropped": sum(d.meta["n_sections_dropped"] for d in documents),
             "queries_without_short_answer": sum(not q.answers for q in queries),
             **alignment.as_report("evidence"),
-            "evidence_from_token_offsets": sum(len(q.evidence) for q in queries), **counters,
-            "docs_dropped_limit_docs": len(doc_order) - len(kept_keys),
-            "queries_dropped_limit_queries": len(on_kept) - len(limited),
-        }
-        return Dataset(self.name, documents, queries, report).validate()
+            "evidence_from_token_offsets": sum(len(q.evidence) for q in queries), **counters}
 
     def _document(self, ex: _Example, ids_by_title: dict[str, str], counters) -> Document:
         page = self._pages[ex.doc_key]
@@ -630,22 +355,19 @@ class NaturalQuestions(DatasetLoader):
                               "sections_dropped": page.headings_dropped,
                               "n_sections_dropped": len(page.headings_dropped)})
 
-    def fingerprint(self) -> str:
-        params = {"loader": "nq/1", "name": self.name, "limit_docs": self.limit_docs,
-                  "limit_queries": self.limit_queries, "seed": self.seed,
-                  "min_tokens": self.min_tokens, "drop_sections": list(self.drop_sections),
-                  "heading_levels": self.heading_levels,
-                  "require_long_answer": self.require_long_answer,
-                  "same_section": self.same_section, "annotation": self.annotation,
-                  "answer_scope": self.answer_scope}
-        if self.hub:
-            # Hashing 40 GB of rows per run is not an option: the Hub location stands for the
-            # content (NQ has not changed since its release); pin ``revision`` to be exact.
-            content = json.dumps([self.hub_id, self.config, self.split, self.revision])
-        else:
-            content = files_digest(self._files())
-        return hashlib.sha256((content + json.dumps(params, sort_keys=True)).encode()).hexdigest()
+    def params(self) -> dict:
+        return {"min_tokens": self.min_tokens, "drop_sections": list(self.drop_sections),
+                "heading_levels": self.heading_levels,
+                "require_long_answer": self.require_long_answer,
+                "same_section": self.same_section, "annotation": self.annotation,
+                "answer_scope": self.answer_scope}
 
+    def source_files(self) -> list[Path]:
+        return [] if self.hub else self._files()
 
-def _mean(values: list) -> float:
-    return sum(values) / len(values) if values else 0.0
+    def content_digest(self) -> str:
+        if not self.hub:
+            return super().content_digest()
+        # Hashing 40 GB of rows per run is not an option: the Hub location stands for the
+        # content (NQ has not changed since its release); pin ``revision`` to be exact.
+        return json.dumps([self.hub_id, self.config, self.split, self.revision])

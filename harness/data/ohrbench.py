@@ -15,14 +15,13 @@ Only documents that some QA row names are loaded, in order of first mention.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from harness.data.align import AlignmentReport, align_evidence
-from harness.data.base import SAMPLES_DIR, Dataset, DatasetLoader, files_digest
-from harness.data.local import RowFields, check_limit, find_file, read_rows
-from harness.data.sampling import check_seed, take
+from harness.data.base import SAMPLES_DIR, DatasetLoader, Read
+from harness.data.rows import RowFields, find_file, read_rows
+from harness.data.sampling import check_limit
 from harness.types import ConfigError, DataError, Document, Query, Section, Span
 
 BUNDLED = SAMPLES_DIR / "ohr_bench"
@@ -45,14 +44,13 @@ class OHRBench(DatasetLoader):
     ``limit_queries`` the first N of their queries, or N drawn with ``seed``. Every drop is counted in the report.
     """
 
+    version = 2
+
     def __init__(self, path: str | Path | None = None, name: str = "ohrbench",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  domains=None, min_words: int = 0, seed: int | None = None):
+        super().__init__(name, limit_docs, limit_queries, seed)
         self.path = BUNDLED if path is None else Path(path)
-        self.name = name
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.limit_queries = check_limit("limit_queries", limit_queries)
-        self.seed = check_seed(seed)
         self.domains = _as_domains(domains)
         if check_limit("min_words", min_words) is None:
             raise ConfigError("min_words must be an integer >= 0, got None")
@@ -116,7 +114,7 @@ class OHRBench(DatasetLoader):
 
     # -- loading -------------------------------------------------------------------------
 
-    def load(self) -> Dataset:
+    def read(self) -> Read:
         rows = self._qa_rows()
         doc_names, dropped_domains = self._selected_doc_names(rows)
         first_row = {}
@@ -125,34 +123,25 @@ class OHRBench(DatasetLoader):
 
         documents, dropped_min_words = [], 0
         for doc_name in doc_names:
-            if self.seed is None and self.limit_docs is not None and len(documents) == self.limit_docs:
+            if self.docs_full(len(documents)):
                 break  # the first N: no need to read the rest
             doc = self._read_document(doc_name, first_row[doc_name])
             if len(doc.text.split()) < self.min_words:
                 dropped_min_words += 1
                 continue
             documents.append(doc)
-        documents = take(documents, self.limit_docs, self.seed, "docs")
-        dropped_limit_docs = len(doc_names) - len(documents) - dropped_min_words
+        report = {"docs_dropped_domains": dropped_domains,
+                  "docs_dropped_min_words": dropped_min_words}
+        documents = self.keep_docs(documents, of=len(doc_names) - dropped_min_words)
 
         by_id = {d.doc_id: d for d in documents}
-        kept_rows = [f for f in rows if f.raw["doc_name"] in by_id]
-        limited = take(kept_rows, self.limit_queries, self.seed, "queries")
+        kept_rows = self.on_kept_docs(rows, by_id, lambda f: (f.raw["doc_name"],))
+        limited = self.keep_queries(kept_rows)
 
         alignment = AlignmentReport()
         counters = {"evidence_missing": 0, "evidence_page_not_found": 0}
         queries = [self._query(f, by_id[f.raw["doc_name"]], alignment, counters) for f in limited]
-
-        report = {
-            "n_docs": len(documents), "n_queries": len(queries),
-            **alignment.as_report("evidence"), **counters,
-            "docs_dropped_domains": dropped_domains,
-            "docs_dropped_min_words": dropped_min_words,
-            "docs_dropped_limit_docs": dropped_limit_docs,
-            "queries_dropped_doc_filters": len(rows) - len(kept_rows),
-            "queries_dropped_limit_queries": len(kept_rows) - len(limited),
-        }
-        return Dataset(self.name, documents, queries, report).validate()
+        return documents, queries, {**alignment.as_report("evidence"), **counters, **report}
 
     def _query(self, f: RowFields, doc: Document, alignment: AlignmentReport,
                counters: dict[str, int]) -> Query:
@@ -170,9 +159,8 @@ class OHRBench(DatasetLoader):
             "evidence_source": f.get("evidence_source", str, None),
             "evidence_page_no": page_no,
             "is_extra_qa": f.get("is_extra_qa", bool, None),
-            "evidence_text": [], "unaligned_evidence": [],
         }
-        evidence = ()
+        evidence, unaligned = (), ()
         if not snippet.strip():
             counters["evidence_missing"] += 1  # nothing to align; counted, not hidden
         else:
@@ -181,11 +169,11 @@ class OHRBench(DatasetLoader):
             if found:
                 start, end, _ = found
                 evidence = (Span(doc.doc_id, start, end),)
-                meta["evidence_text"] = [doc.text[start:end]]
             else:
-                meta["unaligned_evidence"] = [snippet]
+                unaligned = (snippet,)
         return Query(qid=f.raw["ID"], question=f.get("questions", str), answers=(answer,),
-                     doc_ids=(doc.doc_id,), evidence=evidence, task="T0", meta=meta)
+                     doc_ids=(doc.doc_id,), evidence=evidence, task="T0", meta=meta,
+                     unaligned_evidence=unaligned)
 
     @staticmethod
     def _page_window(doc: Document, page_no: int | None,
@@ -198,14 +186,12 @@ class OHRBench(DatasetLoader):
         counters["evidence_page_not_found"] += 1
         return 0, None
 
-    def fingerprint(self) -> str:
-        rows = self._qa_rows()
-        doc_names, _ = self._selected_doc_names(rows)
-        paths = [self._qas_path()] + [p for p in map(self._doc_path, doc_names) if p.is_file()]
-        params = json.dumps({"loader": "ohrbench/1", "name": self.name,
-                             "limit_docs": self.limit_docs, "limit_queries": self.limit_queries, "seed": self.seed,
-                             "domains": self.domains, "min_words": self.min_words,
-                             # a file that appears later must change the key
-                             "missing": [n for n in doc_names if not self._doc_path(n).is_file()]},
-                            sort_keys=True)
-        return hashlib.sha256((files_digest(paths) + params).encode()).hexdigest()
+    def source_files(self) -> list[Path]:
+        doc_names, _ = self._selected_doc_names(self._qa_rows())
+        return [self._qas_path()] + [p for p in map(self._doc_path, doc_names) if p.is_file()]
+
+    def params(self) -> dict:
+        doc_names, _ = self._selected_doc_names(self._qa_rows())
+        return {"domains": self.domains, "min_words": self.min_words,
+                # a file that appears later must change the key
+                "missing": [n for n in doc_names if not self._doc_path(n).is_file()]}

@@ -28,7 +28,7 @@ Text layout: HiChunk's ``qasper_all`` (github.com/TencentYoutuResearch/HiChunk, 
 
 Sections: one per header line, level = path depth, title = the last path element; the span runs
 from the header line to the next header of the same or a higher level, trailing whitespace cut:
-the rule ``hichunk_layout.header_sections`` applies to HiChunk's files, so both loaders give the
+the rule ``hicbench.header_sections`` applies to HiChunk's files, so both loaders give the
 same sections for the same paper. Title and abstract come before the first header and belong to
 no section (their spans are in the document's meta). A subsection whose parent has no entry of
 its own gets no invented parent header, as in HiChunk; it is counted (``sections_missing_parent``).
@@ -52,16 +52,13 @@ paragraph) is skipped with its questions, and both are counted.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from harness.data.align import (FUZZY_MIN_SCORE, AlignmentReport, align_evidence,
                                 check_fuzzy_min_score, configured_matchers)
-from harness.data.base import Dataset, DatasetLoader, files_digest
-from harness.data.local import WHOLE_ROW, RowFields, check_limit, read_json_file, read_rows
-from harness.data.sampling import check_seed, take
+from harness.data.base import DatasetLoader, Read, mean, rows_digest
+from harness.data.rows import WHOLE_ROW, RowFields, Rows, read_json_file, read_rows, structs
 from harness.types import ConfigError, DataError, Document, Query, Section, Span
 
 HUB_ID = "allenai/qasper"
@@ -74,43 +71,6 @@ _ROW_SUFFIXES = (".parquet", ".jsonl", ".json")
 PATH_SEPARATOR = ":::"
 FLOAT_PREFIX = "FLOAT SELECTED"
 ANSWER_TYPES = ("extractive", "abstractive", "boolean", "none")
-
-Rows = list[tuple[str, Any]]  # (location for errors, raw row)
-
-
-# -- the two nestings of a "sequence of structs" ---------------------------------------------
-
-def _records(f: RowFields, value: Any, label: str) -> list[dict[str, Any]]:
-    """A sequence of structs as a list of dicts, from either nesting: the Hub's dict of parallel
-    lists, or the raw JSON's list of objects. Null is an empty sequence."""
-    if value is None:
-        return []
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            if not isinstance(item, dict):
-                raise f.error(f"{label}[{i}]", f"must be an object, got {type(item).__name__}")
-        return value
-    if isinstance(value, dict):
-        lengths = {}
-        for key, column in value.items():
-            if column is None:
-                continue
-            if not isinstance(column, list):
-                raise f.error(f"{label}.{key}", f"must be a list, got {type(column).__name__}")
-            lengths[key] = len(column)
-        if len(set(lengths.values())) > 1:
-            raise f.error(label, f"parallel lists differ in length: {lengths}")
-        n = next(iter(lengths.values()), 0)
-        return [{k: (None if v is None else v[i]) for k, v in value.items()} for i in range(n)]
-    raise f.error(label, f"must be a list of objects or an object of lists, got "
-                         f"{type(value).__name__}")
-
-
-def _required(f: RowFields, name: str) -> Any:
-    value = f.raw.get(name)
-    if value is None:
-        raise f.error(name, "missing required field")
-    return value
 
 
 # -- answers ---------------------------------------------------------------------------------
@@ -141,6 +101,8 @@ class Qasper(DatasetLoader):
     set. ``fuzzy_min_score`` (0-100, None = off) is the fuzzy matcher's threshold.
     """
 
+    version = 2
+
     def __init__(self, path: str | Path | None = None, split: str = "test", name: str = "qasper",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, drop_unanswerable: bool = False,
@@ -149,24 +111,22 @@ class Qasper(DatasetLoader):
                  hub_config: str | None = HUB_CONFIG, revision: str | None = None):
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-        self.split, self.name = split, name
+        super().__init__(name, limit_docs, limit_queries, seed)
+        self.split = split
         self.hub = path is None or str(path) in ("hub", "")
         self.path = None if self.hub else Path(path)
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.limit_queries = check_limit("limit_queries", limit_queries)
-        self.seed = check_seed(seed)
         self.drop_unanswerable = bool(drop_unanswerable)
         self.require_evidence = bool(require_evidence)
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.hub_id, self.hub_config, self.revision = hub_id, hub_config, revision
-        self._hub_rows: Rows | None = None
+        self._hub_cache: Rows | None = None
 
     # -- sources -------------------------------------------------------------------------
 
-    def _unavailable(self, problem: str) -> ConfigError:
+    def how_to_get(self) -> str:
         raw_split = "dev" if self.split == "validation" else self.split
-        return ConfigError(
-            f"dataset {self.name!r}: {problem}. Get Qasper one of these ways: leave dataset.path "
+        return (
+            f"Get Qasper one of these ways: leave dataset.path "
             f"unset where the Hugging Face Hub is reachable (datasets.load_dataset("
             f"{self.hub_id!r}, split={self.split!r})); or save that split's rows (parquet or "
             f"JSONL, e.g. {self.split}.parquet) or AllenAI's raw qasper-{raw_split}-v0.3.json "
@@ -176,10 +136,10 @@ class Qasper(DatasetLoader):
         """The local files holding the split: Hub-row files if any, else the raw JSON."""
         if self.path.is_file():
             if self.path.suffix not in _ROW_SUFFIXES:
-                raise self._unavailable(f"{self.path} is not a .parquet, .jsonl or .json file")
+                raise self.unavailable(f"{self.path} is not a .parquet, .jsonl or .json file")
             return [self.path]
         if not self.path.is_dir():
-            raise self._unavailable(f"{self.path} does not exist")
+            raise self.unavailable(f"{self.path} does not exist")
         stems = _FILE_STEMS[self.split]
         files = sorted(p for p in self.path.rglob("*") if p.is_file())
         rows = [p for p in files if p.suffix in _ROW_SUFFIXES
@@ -189,9 +149,9 @@ class Qasper(DatasetLoader):
         raw = [p for p in files if p.name in {f"qasper-{s}-v0.3.json" for s in stems}]
         if raw:
             return raw[:1]
-        raise self._unavailable(f"{self.path} holds no file for split {self.split!r}: looked for "
-                                f"{'|'.join(stems)}[-*].parquet|jsonl|json and "
-                                f"qasper-{stems[-1]}-v0.3.json")
+        raise self.unavailable(f"{self.path} holds no file for split {self.split!r}: looked for "
+                               f"{'|'.join(stems)}[-*].parquet|jsonl|json and "
+                               f"qasper-{stems[-1]}-v0.3.json")
 
     def _read_file(self, path: Path) -> Rows:
         if path.suffix == ".parquet":
@@ -216,20 +176,14 @@ class Qasper(DatasetLoader):
     def _rows(self) -> Rows:
         if not self.hub:
             return [r for p in self._files() for r in self._read_file(p)]
-        if self._hub_rows is None:  # fingerprint() and load() share one download
-            import datasets  # looked up at call time, so tests can stand in for the Hub
-
+        if self._hub_cache is None:  # fingerprint() and load() share one download
             args = (self.hub_id,) if self.hub_config is None else (self.hub_id, self.hub_config)
-            try:
-                table = datasets.load_dataset(*args, split=self.split, revision=self.revision)
-            except Exception as e:  # offline, gated, renamed: all end the same way for the user
-                raise self._unavailable(
-                    f"could not load split {self.split!r} of the Hugging Face dataset "
-                    f"{self.hub_id} ({type(e).__name__}: {e})") from e
-            rows = table.to_list() if hasattr(table, "to_list") else list(table)
-            self._hub_rows = [(f"{self.hub_id} {self.split} row {i}", r)
-                              for i, r in enumerate(rows)]
-        return self._hub_rows
+            rows = self.hub_rows(f"could not load split {self.split!r} of the Hugging Face "
+                                 f"dataset {self.hub_id}", *args, split=self.split,
+                                 revision=self.revision)
+            self._hub_cache = [(f"{self.hub_id} {self.split} row {i}", r)
+                               for i, r in enumerate(rows)]
+        return self._hub_cache
 
     # -- mapping -------------------------------------------------------------------------
 
@@ -239,17 +193,17 @@ class Qasper(DatasetLoader):
         f = RowFields(self.name, location, raw, "id")
         pid = f.get("id", str)
         sections = []
-        for i, entry in enumerate(_records(f, _required(f, "full_text"), "full_text")):
+        for i, entry in enumerate(structs(f, f.get("full_text", object), "full_text")):
             at = f"full_text[{i}]"
             paragraphs = f.get("paragraphs", "str_list", [], source=entry, label=f"{at}.paragraphs")
             sections.append((f.get("section_name", str, None, source=entry,
                                    label=f"{at}.section_name"), list(paragraphs)))
         figures = []
-        for i, fig in enumerate(_records(f, f.raw.get("figures_and_tables"), "figures_and_tables")):
+        for i, fig in enumerate(structs(f, f.raw.get("figures_and_tables"), "figures_and_tables")):
             figures.append({k: f.get(k, str, None, source=fig, label=f"figures_and_tables[{i}].{k}")
                             for k in ("file", "caption")})
         questions = [self._question(f, pid, i, q)
-                     for i, q in enumerate(_records(f, _required(f, "qas"), "qas"))]
+                     for i, q in enumerate(structs(f, f.get("qas", object), "qas"))]
         return {"f": f, "id": pid, "title": f.get("title", str, ""),
                 "abstract": f.get("abstract", str, ""), "sections": sections, "figures": figures,
                 "questions": questions}
@@ -263,7 +217,7 @@ class Qasper(DatasetLoader):
         meta = {k: q.get(k, str, None) for k in ("nlp_background", "topic_background",
                                                   "paper_read", "search_query", "question_writer")}
         annotations = []
-        for j, ann in enumerate(_records(q, _required(q, "answers"), "answers")):
+        for j, ann in enumerate(structs(q, q.get("answers", object), "answers")):
             at = f"answers[{j}]"
             a = q.get("answer", dict, source=ann, label=f"{at}.answer")
             answer = {
@@ -349,7 +303,7 @@ class Qasper(DatasetLoader):
             papers.append(paper)
         return papers
 
-    def load(self) -> Dataset:
+    def read(self) -> Read:
         papers = self._papers()
         counters = {k: 0 for k in (
             "docs_skipped_empty", "queries_skipped_empty_doc", "sections_missing_parent",
@@ -364,43 +318,32 @@ class Qasper(DatasetLoader):
                 counters["queries_skipped_empty_doc"] += len(paper["questions"])
             else:
                 candidates.append(paper)
-        kept_papers = take(candidates, self.limit_docs, self.seed, "docs")
+        kept_papers = self.keep_docs(candidates)
         documents = [self._document(p, self.split, counters) for p in kept_papers]
         by_id = {d.doc_id: d for d in documents}
 
+        questions = self.on_kept_docs([(p["id"], q) for p in candidates for q in p["questions"]],
+                                      by_id, lambda pq: (pq[0],))
         on_kept = []
-        for paper in kept_papers:
-            for q in paper["questions"]:
-                anns = q["annotations"]
-                if self.drop_unanswerable and anns and all(a["unanswerable"] for a in anns):
-                    counters["queries_dropped_unanswerable"] += 1
-                elif self.require_evidence and not any(e.strip() for a in anns
-                                                       for e in a["evidence"]):
-                    counters["queries_dropped_no_evidence"] += 1
-                else:
-                    on_kept.append((paper["id"], q))
-        limited = take(on_kept, self.limit_queries, self.seed, "queries")
+        for pid, q in questions:
+            anns = q["annotations"]
+            if self.drop_unanswerable and anns and all(a["unanswerable"] for a in anns):
+                counters["queries_dropped_unanswerable"] += 1
+            elif self.require_evidence and not any(e.strip() for a in anns for e in a["evidence"]):
+                counters["queries_dropped_no_evidence"] += 1
+            else:
+                on_kept.append((pid, q))
+        limited = self.keep_queries(on_kept)
 
         alignment = AlignmentReport()
         matchers = configured_matchers(self.fuzzy_min_score)
         queries = [self._query(q, by_id[pid], alignment, matchers, counters) for pid, q in limited]
-        words = [len(d.text.split()) for d in documents]
-        n_questions = sum(len(p["questions"]) for p in papers)
-        report = {
-            "n_docs": len(documents), "n_queries": len(queries),
-            "words_per_doc": sum(words) / len(words) if words else 0.0,
+        return documents, queries, {
+            "words_per_doc": mean([len(d.text.split()) for d in documents]),
             "n_sections": sum(len(d.sections) for d in documents),
-            "evidence_per_query": (sum(len(q.evidence_texts) for q in queries) / len(queries)
-                                   if queries else 0.0),
-            **alignment.as_report("evidence"), **counters,
-            "docs_dropped_limit_docs": len(candidates) - len(kept_papers),
-            "queries_dropped_doc_filters": (n_questions - counters["queries_skipped_empty_doc"]
-                                            - counters["queries_dropped_unanswerable"]
-                                            - counters["queries_dropped_no_evidence"]
-                                            - len(on_kept)),
-            "queries_dropped_limit_queries": len(on_kept) - len(limited),
-        }
-        return Dataset(self.name, documents, queries, report).validate()
+            "evidence_per_query": mean([len(q.evidence) + len(q.unaligned_evidence)
+                                        for q in queries]),
+            **alignment.as_report("evidence"), **counters}
 
     def _query(self, q: dict[str, Any], doc: Document, alignment: AlignmentReport, matchers,
                counters: dict[str, int]) -> Query:
@@ -411,9 +354,9 @@ class Qasper(DatasetLoader):
         if task:
             counters[f"task_{task}"] += 1
         meta: dict[str, Any] = {**q["meta"], "annotations": [dict(a) for a in anns],
-                                "evidence_text": [], "unaligned_evidence": [],
                                 "evidence_method": []}
         spans: list[Span] = []
+        unaligned: list[str] = []
         for snippet in dict.fromkeys(e for a in anns for e in a["evidence"]):
             if not snippet.strip():
                 counters["evidence_empty"] += 1
@@ -421,37 +364,36 @@ class Qasper(DatasetLoader):
             if snippet.startswith(FLOAT_PREFIX):  # a caption, not part of the text
                 counters["evidence_float_selected"] += 1
                 alignment.add(None)
-                meta["unaligned_evidence"].append(snippet)
+                unaligned.append(snippet)
                 continue
             found = alignment.add(align_evidence(doc.text, snippet, matchers=matchers))
             if found is None:
-                meta["unaligned_evidence"].append(snippet)
+                unaligned.append(snippet)
                 continue
             start, end, method = found
             span = Span(doc.doc_id, start, end)
             if span not in spans:
                 spans.append(span)
-                meta["evidence_text"].append(doc.text[start:end])
                 meta["evidence_method"].append(method)
         answers = tuple(a["answer"] for a in anns if a["answer"] is not None)
         return Query(qid=q["qid"], question=q["question"], answers=answers,
-                     doc_ids=(doc.doc_id,), evidence=tuple(spans), task=task, meta=meta)
+                     doc_ids=(doc.doc_id,), evidence=tuple(spans), task=task, meta=meta,
+                     unaligned_evidence=tuple(unaligned))
 
-    def fingerprint(self) -> str:
-        params = {"loader": "qasper/1", "name": self.name, "split": self.split,
-                  "limit_docs": self.limit_docs, "limit_queries": self.limit_queries, "seed": self.seed,
-                  "drop_unanswerable": self.drop_unanswerable,
-                  "require_evidence": self.require_evidence,
-                  "fuzzy_min_score": self.fuzzy_min_score}
+    def params(self) -> dict:
         if self.hub:
-            h = hashlib.sha256()
-            for _, raw in self._rows():
-                h.update(json.dumps(raw, sort_keys=True, default=str).encode())
-            content = h.hexdigest()
-            params.update(hub_id=self.hub_id, hub_config=self.hub_config, revision=self.revision)
+            where = {"hub_id": self.hub_id, "hub_config": self.hub_config, "revision": self.revision}
         else:
-            files = self._files()
-            content = files_digest(files)
-            params["files"] = [str(p.relative_to(self.path)) if p != self.path else p.name
-                               for p in files]
-        return hashlib.sha256((content + json.dumps(params, sort_keys=True)).encode()).hexdigest()
+            where = {"files": [str(p.relative_to(self.path)) if p != self.path else p.name
+                               for p in self._files()]}
+        return {"split": self.split, "drop_unanswerable": self.drop_unanswerable,
+                "require_evidence": self.require_evidence,
+                "fuzzy_min_score": self.fuzzy_min_score, **where}
+
+    def source_files(self) -> list[Path]:
+        return [] if self.hub else self._files()
+
+    def content_digest(self) -> str:
+        if not self.hub:
+            return super().content_digest()
+        return rows_digest(raw for _, raw in self._rows())

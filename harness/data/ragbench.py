@@ -42,17 +42,14 @@ skipped; both are counted in the report.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from harness.data.align import (FUZZY_MIN_SCORE, AlignmentReport, align_evidence,
                                 check_fuzzy_min_score, configured_matchers)
-from harness.data.base import Dataset, DatasetLoader, files_digest
-from harness.data.local import RowFields, check_limit, read_rows
-from harness.data.sampling import check_seed, take
+from harness.data.base import DatasetLoader, Read, mean, rows_digest
+from harness.data.rows import RowFields, Rows, read_rows
 from harness.types import ConfigError, Document, Query, Span
 
 HUB_ID = "rungalileo/ragbench"
@@ -67,8 +64,6 @@ _NOT_KEY = re.compile(r"[^0-9a-z]")
 _META_FIELDS = ("response", "dataset_name", "generation_model_name", "annotating_model_name",
                 "adherence_score", "relevance_score", "utilization_score", "completeness_score",
                 "all_utilized_sentence_keys")
-
-Rows = list[tuple[str, Any]]  # (location for errors, raw row)
 
 
 def clean_key(key: str) -> str:
@@ -102,6 +97,8 @@ class RAGBench(DatasetLoader):
     of a subset. ``fuzzy_min_score`` (0-100, None = off) is the fuzzy matcher's threshold.
     """
 
+    version = 2
+
     def __init__(self, path: str | Path | None = None,
                  subset: str | Iterable[str] = PAPER_SUBSETS, split: str = "test",
                  name: str = "ragbench", limit_docs: int | None = None,
@@ -114,20 +111,18 @@ class RAGBench(DatasetLoader):
         self.subsets = _subsets(subset)
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-        self.split, self.name = split, name
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.limit_queries = check_limit("limit_queries", limit_queries)
-        self.seed = check_seed(seed)
+        super().__init__(name, limit_docs, limit_queries, seed)
+        self.split = split
         self.dedupe, self.response_as_answer = bool(dedupe), bool(response_as_answer)
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.hub_id, self.revision = hub_id, revision
-        self._hub_rows: dict[str, Rows] | None = None
+        self._hub_cache: dict[str, Rows] | None = None
 
     # -- sources -------------------------------------------------------------------------
 
-    def _unavailable(self, problem: str) -> ConfigError:
-        return ConfigError(
-            f"dataset {self.name!r}: {problem}. Get RAGBench one of these ways: leave "
+    def how_to_get(self) -> str:
+        return (
+            f"Get RAGBench one of these ways: leave "
             f"dataset.path unset (or dataset.path=hub) where the Hugging Face Hub is reachable: "
             f"it loads the dataset {self.hub_id}, config <subset>, split {self.split}; or "
             f"download the repo (huggingface-cli download {self.hub_id} --repo-type dataset "
@@ -137,7 +132,7 @@ class RAGBench(DatasetLoader):
     def _files(self, subset: str) -> list[Path]:
         folder = self.path / subset
         if not self.path.is_dir():
-            raise self._unavailable(f"folder {self.path} does not exist")
+            raise self.unavailable(f"folder {self.path} does not exist")
         shards = sorted(p for suffix in (".parquet", ".jsonl")
                         for p in folder.glob(f"{self.split}-*{suffix}"))
         if shards:
@@ -145,28 +140,21 @@ class RAGBench(DatasetLoader):
         for suffix in (".parquet", ".jsonl", ".json"):
             if (folder / f"{self.split}{suffix}").is_file():
                 return [folder / f"{self.split}{suffix}"]
-        raise self._unavailable(f"{folder} holds no {self.split}-*.parquet, "
-                                f"{self.split}.parquet, .jsonl or .json")
+        raise self.unavailable(f"{folder} holds no {self.split}-*.parquet, "
+                               f"{self.split}.parquet, .jsonl or .json")
 
     def _hub_subset(self, subset: str) -> Rows:
-        import datasets  # looked up at call time, so tests can stand in for the Hub
-
-        try:
-            table = datasets.load_dataset(self.hub_id, subset, split=self.split,
-                                          revision=self.revision)
-        except Exception as e:  # offline, renamed, gated: all end the same way for the user
-            raise self._unavailable(f"could not load config {subset!r}, split {self.split!r} "
-                                    f"of the Hugging Face dataset {self.hub_id} "
-                                    f"({type(e).__name__}: {e})") from e
-        rows = table.to_list() if hasattr(table, "to_list") else list(table)
+        rows = self.hub_rows(f"could not load config {subset!r}, split {self.split!r} of the "
+                             f"Hugging Face dataset {self.hub_id}", self.hub_id, subset,
+                             split=self.split, revision=self.revision)
         return [(f"{self.hub_id}/{subset}/{self.split} row {i}", r) for i, r in enumerate(rows)]
 
     def _rows(self) -> dict[str, Rows]:
         """Raw rows per subset, in file order."""
         if self.hub:
-            if self._hub_rows is None:  # fingerprint() and load() share one download
-                self._hub_rows = {s: self._hub_subset(s) for s in self.subsets}
-            return self._hub_rows
+            if self._hub_cache is None:  # fingerprint() and load() share one download
+                self._hub_cache = {s: self._hub_subset(s) for s in self.subsets}
+            return self._hub_cache
         out = {}
         for s in self.subsets:
             out[s] = [item for p in self._files(s)
@@ -204,7 +192,7 @@ class RAGBench(DatasetLoader):
                 "response": f.get("response", str, ""),
                 "meta": {k: raw.get(k) for k in _META_FIELDS}}
 
-    def load(self) -> Dataset:
+    def read(self) -> Read:
         counters = {"passages": 0, "passages_empty": 0, "passages_duplicate": 0,
                     "queries_no_passage": 0, "evidence_keys_cleaned": 0,
                     "evidence_keys_unknown": 0, "evidence_keys_duplicate": 0,
@@ -240,10 +228,12 @@ class RAGBench(DatasetLoader):
                     continue
                 rows.append(row)
 
-        kept_docs = set(take(list(documents), self.limit_docs, self.seed, "docs"))
-        on_kept = [r for r in rows if set(r["doc_of"].values()) <= kept_docs]
-        limited = take(on_kept, self.limit_queries, self.seed, "queries")
+        kept_docs = set(self.keep_docs(list(documents)))
+        on_kept = self.on_kept_docs(rows, kept_docs, lambda r: r["doc_of"].values(),
+                                    "queries_dropped_limit_docs")
+        limited = self.keep_queries(on_kept)
         used = {d for r in limited for d in r["doc_of"].values()}
+        self.count("docs_dropped_unreferenced", len(kept_docs) - len(used))
 
         alignment = AlignmentReport()
         matchers = configured_matchers(self.fuzzy_min_score)
@@ -255,23 +245,15 @@ class RAGBench(DatasetLoader):
                                "n_sentences": documents[d]["n_sentences"]})
                 for d in documents if d in used]
 
-        words = [len(d.text.split()) for d in docs]
         n_sent = [d.meta["n_sentences"] for d in docs]
-        report = {
-            "n_docs": len(docs), "n_queries": len(queries),
-            "words_per_doc": sum(words) / len(words) if words else 0.0,
+        return docs, queries, {
+            "words_per_doc": mean([len(d.text.split()) for d in docs]),
             # Qu et al. Table 5: S/D (RAGBench's own sentence split) and E/Q (distinct
             # relevant keys, unknown and unaligned ones included)
-            "sentences_per_doc": sum(n_sent) / len(n_sent) if n_sent else 0.0,
+            "sentences_per_doc": mean(n_sent),
             "evidence_per_query": alignment.total / len(queries) if queries else 0.0,
             "queries_without_evidence": sum(not q.meta["evidence_keys"] for q in queries),
-            **alignment.as_report("evidence"), **counters,
-            "docs_dropped_limit_docs": len(documents) - len(kept_docs),
-            "queries_dropped_limit_docs": len(rows) - len(on_kept),
-            "queries_dropped_limit_queries": len(on_kept) - len(limited),
-            "docs_dropped_unreferenced": len(kept_docs) - len(used),
-        }
-        return Dataset(self.name, docs, queries, report).validate()
+            **alignment.as_report("evidence"), **counters}
 
     def _sentence_spans(self, text: str, pairs: list[tuple[str, str]], matchers,
                         cache: dict) -> dict[str, tuple[int, int, str] | None]:
@@ -302,9 +284,9 @@ class RAGBench(DatasetLoader):
                 where.setdefault(k, i)
         meta = {k: v for k, v in row["meta"].items()}
         meta.update(row_id=row["id"], subset=row["subset"], evidence_keys=[],
-                    evidence_text=[], evidence_method=[], unaligned_evidence=[],
-                    unaligned_evidence_keys=[], unknown_evidence_keys=[])
+                    evidence_method=[], unaligned_evidence_keys=[], unknown_evidence_keys=[])
         evidence: list[Span] = []
+        unaligned: list[str] = []
         seen_keys: set[str] = set()
         for raw_key in row["keys"]:
             key = clean_key(raw_key)
@@ -329,7 +311,7 @@ class RAGBench(DatasetLoader):
                 found = self._sentence_spans(text, row["sentences"][i], matchers, cache)[key]
             alignment.add(found)
             if found is None:
-                meta["unaligned_evidence"].append(sentence)
+                unaligned.append(sentence)
                 meta["unaligned_evidence_keys"].append(key)
                 continue
             span = Span(doc_id, found[0], found[1])
@@ -337,26 +319,24 @@ class RAGBench(DatasetLoader):
             if span in evidence:  # the same sentence through a duplicated passage
                 continue
             evidence.append(span)
-            meta["evidence_text"].append(documents[doc_id]["text"][span.start:span.end])
             meta["evidence_method"].append(found[2])
         doc_ids = tuple(dict.fromkeys(row["doc_of"][i] for i in sorted(row["doc_of"])))
         answers = (row["response"],) if self.response_as_answer and row["response"] else ()
         return Query(qid=row["qid"], question=row["question"], answers=answers, doc_ids=doc_ids,
-                     evidence=tuple(evidence), task=row["subset"], meta=meta)
+                     evidence=tuple(evidence), task=row["subset"], meta=meta,
+                     unaligned_evidence=tuple(unaligned))
 
-    def fingerprint(self) -> str:
-        params = {"loader": "ragbench/1", "name": self.name, "subsets": list(self.subsets),
-                  "split": self.split, "limit_docs": self.limit_docs,
-                  "limit_queries": self.limit_queries, "seed": self.seed, "dedupe": self.dedupe,
-                  "response_as_answer": self.response_as_answer,
-                  "fuzzy_min_score": self.fuzzy_min_score}
-        if self.hub:
-            h = hashlib.sha256()
-            for subset, rows in self._rows().items():
-                for _, raw in rows:
-                    h.update(json.dumps([subset, raw], sort_keys=True, default=str).encode())
-            content = h.hexdigest()
-            params.update(hub_id=self.hub_id, revision=self.revision)
-        else:
-            content = files_digest([p for s in self.subsets for p in self._files(s)])
-        return hashlib.sha256((content + json.dumps(params, sort_keys=True)).encode()).hexdigest()
+    def params(self) -> dict:
+        return {"subsets": list(self.subsets), "split": self.split, "dedupe": self.dedupe,
+                "response_as_answer": self.response_as_answer,
+                "fuzzy_min_score": self.fuzzy_min_score,
+                **({"hub_id": self.hub_id, "revision": self.revision} if self.hub else {})}
+
+    def source_files(self) -> list[Path]:
+        return [] if self.hub else [p for s in self.subsets for p in self._files(s)]
+
+    def content_digest(self) -> str:
+        if not self.hub:
+            return super().content_digest()
+        return rows_digest([subset, raw] for subset, rows in self._rows().items()
+                           for _, raw in rows)

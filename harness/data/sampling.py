@@ -15,6 +15,13 @@ from harness.types import ConfigError
 T = TypeVar("T")
 
 
+def check_limit(name: str, value: int | None) -> int | None:
+    """Config check for a count parameter: null or an integer >= 0."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ConfigError(f"{name} must be null or an integer >= 0, got {value!r}")
+    return value
+
+
 def check_seed(seed) -> int | None:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ConfigError(f"seed must be null (take the first N) or an integer, got {seed!r}")

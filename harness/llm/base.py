@@ -30,7 +30,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from harness.pipeline.cache import Cache, make_key
+from harness.cache import Cache, make_key
 from harness.types import ConfigError
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
@@ -78,12 +78,12 @@ class LLM(ABC):
     """Base of every backend. ``model`` names the weights (the cache identity);
     ``batch_size`` bounds how many prompts go to the backend per call."""
 
-    def __init__(self, model: str, batch_size: int = 64):
+    def __init__(self, model: str, batch_size: int = 64, cache: Cache | None = None):
         if batch_size <= 0:
             raise ConfigError(f"llm.batch_size must be > 0, got {batch_size}")
         self.model = model
         self.batch_size = batch_size
-        self.cache: Cache | None = None  # set by the pipeline
+        self.cache = cache  # the run's cache (`cache: ${cache}`): one entry per call; None = no caching
         self.stats = LLMStats()
 
     @property

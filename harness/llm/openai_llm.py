@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
+from harness.cache import Cache
 from harness.llm.base import LLM, LLMError, Message, Sampling
 from harness.llm.bundled import BUNDLED_ID, llm_path
 from harness.types import ConfigError
@@ -29,12 +30,13 @@ from harness.types import ConfigError
 class OpenAILLM(LLM):
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
                  served_model: str | None = None, tokenizer: str | None = None, max_concurrency: int = 8,
-                 max_retries: int = 5, timeout: float = 600.0, batch_size: int = 256):
+                 max_retries: int = 5, timeout: float = 600.0, batch_size: int = 256,
+                 cache: Cache | None = None):
         if max_concurrency < 1:
             raise ConfigError(f"llm.max_concurrency must be >= 1, got {max_concurrency}")
         if timeout <= 0:
             raise ConfigError(f"llm.timeout must be > 0, got {timeout}")
-        super().__init__(BUNDLED_ID if model == "bundled" else model, batch_size)
+        super().__init__(BUNDLED_ID if model == "bundled" else model, batch_size, cache)
         self.base_url, self.max_concurrency = base_url, max_concurrency
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers take any key
         self.max_retries, self.timeout = max_retries, timeout

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from harness.cache import Cache
 from harness.llm.base import LLM, LLMError, Message, Sampling
 from harness.llm.bundled import llm_identity, llm_path
 from harness.types import ConfigError
@@ -29,12 +30,12 @@ def _load(path: str, dtype: str, device: str):
 
 class TransformersLLM(LLM):
     def __init__(self, model: str = "bundled", dtype: str = "float32", device: str | None = None,
-                 max_model_len: int = 8192, batch_size: int = 8):
+                 max_model_len: int = 8192, batch_size: int = 8, cache: Cache | None = None):
         if dtype not in ("float32", "bfloat16", "float16"):
             raise ConfigError(f"llm.dtype must be float32, bfloat16 or float16, got {dtype!r}")
         if max_model_len <= 0:
             raise ConfigError(f"llm.max_model_len must be > 0, got {max_model_len}")
-        super().__init__(llm_identity(model), batch_size)
+        super().__init__(llm_identity(model), batch_size, cache)
         self.model_name = model  # resolved to a path (converting the bundled model) on first use
         self.dtype, self.max_model_len = dtype, max_model_len
         self._device = device

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from harness.cache import Cache
 from harness.llm.base import LLM, Message, Sampling
 from harness.llm.bundled import llm_identity, llm_path
 from harness.types import ConfigError
@@ -33,12 +34,12 @@ def _engine(path: str, dtype: str, tensor_parallel_size: int, max_model_len: int
 class VLLM(LLM):
     def __init__(self, model: str = "bundled", dtype: str = "auto", tensor_parallel_size: int = 1,
                  max_model_len: int = 8192, gpu_memory_utilization: float = 0.9, enforce_eager: bool = False,
-                 batch_size: int = 100_000, seed: int = 0):
+                 batch_size: int = 100_000, seed: int = 0, cache: Cache | None = None):
         if tensor_parallel_size < 1:
             raise ConfigError(f"llm.tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
         if not 0 < gpu_memory_utilization <= 1:
             raise ConfigError(f"llm.gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
-        super().__init__(llm_identity(model), batch_size)
+        super().__init__(llm_identity(model), batch_size, cache)
         self.model_name = model  # resolved to a path (converting the bundled model) when the engine starts
         self.engine_args = (dtype, tensor_parallel_size, max_model_len, gpu_memory_utilization,
                             enforce_eager, seed)

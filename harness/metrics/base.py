@@ -1,25 +1,28 @@
 """What a metric receives, and the two kinds of metric.
 
-- A query metric is called once per query with a :class:`QueryEval`: the query, the
-  ranking the retriever returned (before assembly; ranking metrics such as Recall@k
-  read it), the assembled context, the answer (None on a retrieval-only run) and the
-  run's chunks and documents. It returns ``{name: score}``; NaN means "not scorable
-  for this query" and is left out of means (and counted).
-- A document metric (``scope = "document"``) judges the chunking itself and is called
-  once per document with the document and its chunks (chunk-point F1, ChunkScore).
+- A :class:`QueryMetric` is called once per query with a :class:`QueryEval`: the query, the
+  retriever's raw ranking, the assembled context (with the resolved ranking the assembler
+  recorded: ``item.ranked(k)``), the answer (None on a retrieval-only run) and the run's
+  chunks and documents. It returns ``{name: score}``; NaN means "not scorable for this
+  query" and is left out of means (and counted).
+- A :class:`DocumentMetric` judges the chunking itself and is called once per document
+  with the document and its chunks (chunk-point F1, ChunkScore).
 
-Metrics that need a language model take ``llm: ${llm}`` in their config, as chunkers do,
-and may define ``score_all(items) -> list[dict]``: the pipeline then calls it once with
-every query, so the model calls of all queries go out as one batch. A metric whose run-level
-number is not a mean (corpus BLEU, a micro average) defines ``aggregate(rows) -> dict``: it
-gets the per-query rows (with ``answer`` and ``gold_answers``) or the per-document scores.
+Both have a batched ``score_all`` (a metric that calls a model overrides it, so the calls
+of all queries go out as one batch) and an ``aggregate(rows)`` for a run-level number that
+is not a mean (corpus BLEU, a micro average); the default is none. Metrics that need a
+language model or an embedder take ``llm: ${llm}`` / ``embedder: ${embedder}`` in their
+config, as chunkers do.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any
+
+from tqdm.auto import tqdm
 
 from harness.types import Answer, Chunk, Context, Document, Query, Retrieved
 
@@ -35,20 +38,44 @@ class QueryEval:
     documents: Mapping[str, Document]
 
     def ranked_chunks(self, k: int | None = None) -> list[Chunk]:
-        """The retrieved chunks in rank order (the first ``k``)."""
+        """The retriever's raw ranking (views and hierarchy unresolved), the first ``k``."""
         ids = [cid for cid, _ in self.retrieved.ranked]
         return [self.chunks_by_id[c] for c in (ids if k is None else ids[:k])]
 
+    def ranked(self, k: int | None = None) -> list[Chunk]:
+        """The resolved ranking the context was built from (content chunks, the context's
+        ``expand`` applied, contained chunks skipped), the first ``k``."""
+        ids = self.context.ranking.chunk_ids if self.context.ranking is not None else ()
+        return [self.chunks_by_id[c] for c in (ids if k is None else ids[:k])]
 
-class QueryMetric(Protocol):
+    @property
+    def evidence_texts(self) -> list[str]:
+        """The query's evidence as strings: its spans' text, then what could not be aligned."""
+        return self.query.evidence_texts(self.documents)
+
+
+class QueryMetric(ABC):
+    @abstractmethod
     def __call__(self, item: QueryEval) -> dict[str, float]: ...
 
+    def score_all(self, items: Sequence[QueryEval]) -> list[dict[str, float]]:
+        return [self(item) for item in tqdm(items, desc=f"evaluate {type(self).__name__}", unit="query",
+                                            leave=False)]
 
-class DocumentMetric(Protocol):
-    scope: str  # "document"
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+        """Run-level numbers that are not means, from the per-query rows (with ``answer``
+        and ``gold_answers``); none by default."""
+        return {}
 
+
+class DocumentMetric(ABC):
+    @abstractmethod
     def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> dict[str, float]: ...
 
+    def score_all(self, docs: Sequence[Document], chunks_by_doc: Mapping[str, Sequence[Chunk]]
+                  ) -> list[dict[str, float]]:
+        return [self(d, chunks_by_doc[d.doc_id]) for d in docs]
 
-def is_document_metric(metric: object) -> bool:
-    return getattr(metric, "scope", "query") == "document"
+    def aggregate(self, rows: Sequence[dict[str, float]]) -> dict[str, float]:
+        """Run-level numbers that are not means, from the per-document scores; none by default."""
+        return {}

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 
 from harness.metrics.answers import answer_inputs, best_over, nan_scores
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.tokenizers import check_choice, get_tokenizer
 
 SACREBLEU_TOKENIZERS = ("auto", "13a", "intl", "zh", "char", "none", "ja-mecab", "ko-mecab", "flores101",
@@ -61,7 +61,7 @@ def corpus_bleu(predictions: Sequence[str], references: Sequence[Sequence[str]],
     return sacrebleu.corpus_bleu(list(predictions), streams, tokenize=tokenize).score / 100.0
 
 
-class SentenceBleu:
+class SentenceBleu(QueryMetric):
     """Sentence BLEU-4, best over gold answers. ``tokenizer``: ``whitespace`` (HiChunk), ``jieba``
     (QChunker/CRUD-RAG), ``jieba_words``, or ``auto`` (jieba for Chinese, else whitespace)."""
 
@@ -79,7 +79,7 @@ class SentenceBleu:
         return {self.name: best_over(inp.golds, lambda g: sentence_bleu4(inp.prediction, g, tok))}
 
 
-class SacreBleu:
+class SacreBleu(QueryMetric):
     """sacreBLEU sentence BLEU against all gold answers (sacreBLEU's own multi-reference rule).
     ``tokenize``: a sacreBLEU tokenizer, or ``auto`` (``zh`` for Chinese, else ``13a``)."""
 

@@ -39,6 +39,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from harness.metrics.base import DocumentMetric
 from harness.text import sentence_spans
 from harness.types import Chunk, ConfigError, Document
 
@@ -99,10 +100,8 @@ def _finite(row: Mapping[str, float], tag: str) -> bool:
     return not math.isnan(v)
 
 
-class ChunkPointF1:
+class ChunkPointF1(DocumentMetric):
     """Document metric: ``chunk_point_{precision,recall,f1}_{l1,l2,...,all}`` plus counts."""
-
-    scope = "document"
 
     def __init__(self, levels: Sequence[int] = (1, 2), match: str = "sentence", include_leaves: bool = False,
                  counts: bool = True):

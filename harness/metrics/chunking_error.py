@@ -24,7 +24,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.spans import union
 from harness.types import Chunk, Document, Span
 
@@ -69,7 +69,7 @@ def is_split(scope: Span, chunks: Sequence[Chunk], text: str | None) -> bool:
     return not any(c.start < scope.end and scope.start < c.end and holds(c, scope, text) for c in chunks)
 
 
-class ChunkingError:
+class ChunkingError(QueryMetric):
     """Query metric ``chunking_error``: share of the query's answer scopes no chunk holds whole."""
 
     def __init__(self, merge_adjacent: bool = True):

@@ -31,24 +31,14 @@ max_seq_length), so SD is comparable only between runs with the same embedder.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.metrics.base import DocumentMetric
 from harness.types import Chunk, ConfigError, Document
-
-
-def _build(node: Any) -> Any:
-    if node is None:
-        return None
-    if isinstance(node, Mapping):
-        if node.get("_target_") is None:
-            return None
-        from hydra.utils import instantiate
-
-        return instantiate(node, _convert_="all")
-    return node
 
 
 def semantic_dispersion(z: np.ndarray, alpha: float = 1e-3) -> float:
@@ -86,22 +76,19 @@ def logical_independence(llm: Any, doc: Document, chunks: Sequence[Chunk]) -> fl
     return float(np.mean(ratios)) if ratios else math.nan
 
 
-class ChunkScore:
+class ChunkScore(DocumentMetric):
     """Document metric: ``chunkscore`` (CS), ``chunkscore_li`` and ``chunkscore_sd``."""
-
-    scope = "document"
 
     def __init__(self, embedder: Any, llm: Any = None, lam: float = 0.3, alpha: float = 1e-3):
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
             raise ConfigError(f"lam must be a number in [0, 1]; got {lam!r}")
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
             raise ConfigError(f"alpha must be a number > 0; got {alpha!r}")
-        self.embedder = _build(embedder)
-        if self.embedder is None or not hasattr(self.embedder, "encode"):
-            raise ConfigError(f"embedder must be an embedder with encode(texts); got {embedder!r}")
-        self.llm = _build(llm)
-        if self.llm is not None and not hasattr(self.llm, "logprobs"):
-            raise ConfigError(f"llm must have logprobs(prompts, continuations); got {type(self.llm).__name__}")
+        if not isinstance(embedder, SentenceTransformerEmbedder):
+            raise ConfigError(f"embedder must build an embedder (embedder: ${{embedder}}); got {embedder!r}")
+        if llm is not None and not callable(getattr(llm, "logprobs", None)):  # the LLM interface's scoring
+            raise ConfigError(f"llm must build a language model (llm: ${{llm}}) or be null; got {type(llm).__name__}")
+        self.embedder, self.llm = embedder, llm
         self.lam, self.alpha = float(lam), float(alpha)
 
     def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> dict[str, float]:

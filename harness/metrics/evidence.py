@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import string
 
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -38,6 +38,6 @@ def evidence_recall(evidence: list[str], context: str) -> float:
     return sum(w for n, w in pairs if n in ctx) / total
 
 
-class EvidenceRecall:
+class EvidenceRecall(QueryMetric):
     def __call__(self, item: QueryEval) -> dict[str, float]:
-        return {"evidence_recall": evidence_recall(item.query.evidence_texts, item.context.text)}
+        return {"evidence_recall": evidence_recall(item.evidence_texts, item.context.text)}

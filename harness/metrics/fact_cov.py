@@ -54,7 +54,7 @@ from typing import Any
 from harness.llm.base import LLM, Sampling
 from harness.llm.replies import ask_parsed, json_values, strip_reasoning
 from harness.metrics.answers import NAN, nan_scores
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.types import ConfigError
 
 # HiChunk cov_mertic.py FACT_EXTRACTION_PROMPT, verbatim (str.format template).
@@ -191,7 +191,7 @@ def check_template(template: Any, fields: set[str], param: str) -> str:
 
 # --- the metric -------------------------------------------------------------------------------
 
-class FactCov:
+class FactCov(QueryMetric):
     """Fact coverage of each answer (keys in the module doc).
 
     - ``llm``: the judging model (``llm: ${llm}``; the run's model unless set otherwise).

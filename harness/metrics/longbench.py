@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from harness.metrics.answers import answer_inputs, nan_scores
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.rouge_l import rouge_l_py, rouge_l_py_zh
 from harness.metrics.tokenizers import check_choice, jieba_tokens
 from harness.types import ConfigError
@@ -178,7 +178,7 @@ def score_prediction(scorer: str, prediction: str, golds: Sequence[str], all_cla
     return float(best)
 
 
-class LongBenchScore:
+class LongBenchScore(QueryMetric):
     """The LongBench score of each answer.
 
     - ``scorer``: one scorer for every query (key ``lb_<scorer>``); null = each query's task

@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.metrics.answers import answer_inputs, nan_scores
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.tokenizers import check_choice, get_tokenizer
 from harness.types import ConfigError
 
@@ -100,7 +100,7 @@ def meteor(prediction: str, references: list[str], tokenizer: str = "jieba_words
                               alpha=alpha, beta=beta, gamma=gamma))
 
 
-class Meteor:
+class Meteor(QueryMetric):
     """METEOR, best over gold answers. ``tokenizer``: ``jieba_words`` (QChunker) or ``whitespace``;
     ``wordnet_dir``: a WordNet 3.0 folder (default: $CHUNKBENCH_WORDNET_DIR or /usr/share/wordnet);
     ``alpha``, ``beta``, ``gamma``: NLTK's parameters."""

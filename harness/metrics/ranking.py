@@ -24,11 +24,11 @@
   puts a sentence cut by a chunk boundary in the chunk holding most of it and absorbs small
   differences between sentence splitters (the paper used spaCy).
 
-Shared conventions. The ranking is resolved as :meth:`Assembler.ranked` does: a view chunk
-(summary, keywords) stands for the content chunk named by its ``parent_id``; ``expand``
-(none | parent | root) maps a hit to its parent or root as the context does (set it to the
-context's, e.g. ``root`` for LGMGC's parent scoring); a chunk already ranked, or inside one
-that is, is skipped. The top k are the first k of that list. NaN means not scorable (no
+Shared conventions. The ranking is the one the context was built from, resolved once by the
+assemble stage (:func:`harness.hierarchy.rank`): a view chunk (summary, keywords) stands for
+the content chunk named by its ``parent_id``; the context's ``expand`` (none | parent | root)
+maps a hit to its parent or root (``root`` for LGMGC's parent scoring); a chunk already
+ranked, or inside one that is, is skipped. The top k are the first k of that list. NaN means not scorable (no
 evidence / no relevant documents); an empty ranking scores 0. F1 is 0 when P + R = 0.
 Names use ``_at_<k>`` (MLflow rejects "@").
 """
@@ -39,9 +39,9 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
-from harness.metrics.base import QueryEval
+from harness.hierarchy import check_k, dedupe_contained, k_for, merge_views
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.spans import covered, intersection_length, union
-from harness.retrieval.assemblers import EXPAND, Assembler, check_k, k_for
 from harness.text import sentence_spans
 from harness.types import Chunk, ConfigError, Span
 
@@ -61,32 +61,15 @@ def check_ks(ks: Sequence[float], name: str = "ks", fractional: bool = False) ->
     return tuple(ks)
 
 
-def check_expand(expand: str) -> str:
-    if expand not in EXPAND:
-        raise ConfigError(f"expand must be one of {', '.join(EXPAND)}; got {expand!r}")
-    return expand
-
-
 def k_name(k: float) -> str:
     return f"{k:g}"
 
 
-class RankedMetric:
-    """Base: resolves the ranking once per query (``ranked``) and cuts it at each k."""
+class RankedMetric(QueryMetric):
+    """Base: metrics at each k of ``ks``, read from the recorded ranking."""
 
-    def __init__(self, ks: Sequence[float], expand: str = "none", fractional: bool = False):
+    def __init__(self, ks: Sequence[float], fractional: bool = False):
         self.ks = check_ks(ks, fractional=fractional)
-        self.expand = check_expand(expand)
-        self._resolver = Assembler(unit="chars", expand=self.expand)
-
-    def ranked(self, item: QueryEval, depth: int | None = None) -> list[Chunk]:
-        """Content chunks in rank order, resolved and deduplicated (the first ``depth``)."""
-        out = []
-        for chunk in self._resolver.ranked(item.retrieved, item.chunks_by_id):
-            if depth is not None and len(out) >= depth:
-                break
-            out.append(chunk)
-        return out
 
 
 def prf(hit: float, n_retrieved: float, n_relevant: float) -> tuple[float, float, float]:
@@ -98,28 +81,25 @@ def prf(hit: float, n_retrieved: float, n_relevant: float) -> tuple[float, float
 class AnswerScopeRecall(RankedMetric):
     """MC-indexing's recall of the answer scope at top k: ``scope_recall_at_<k>``."""
 
-    def __init__(self, ks: Sequence[float] = (1.5, 3, 5, 10), expand: str = "none", seed: int = 0,
+    def __init__(self, ks: Sequence[float] = (1.5, 3, 5, 10), seed: int = 0,
                  count: str = "sum", selection: str = "rank", views: Sequence[str] | None = None):
-        super().__init__(ks, expand, fractional=True)
+        super().__init__(ks, fractional=True)
         if count not in COUNT:
             raise ConfigError(f"count must be one of {', '.join(COUNT)}; got {count!r}")
         if selection not in SELECTION:
             raise ConfigError(f"selection must be one of {', '.join(SELECTION)}; got {selection!r}")
-        if selection == "multi_view" and self.expand != "none":
-            raise ConfigError("expand must be none with selection=multi_view (views resolve to their content chunk)")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ConfigError(f"seed must be an integer; got {seed!r}")
+        if views is not None and (isinstance(views, str) or not views or not all(isinstance(v, str) for v in views)):
+            raise ConfigError(f"views must be null (every view present) or a non-empty list of view names; "
+                              f"got {views!r}")
         self.seed, self.count, self.selection = seed, count, selection
-        self._multi_view = {}
-        if selection == "multi_view":
-            from harness.retrieval.multi_view import MultiViewAssembler
-
-            self._multi_view = {k: MultiViewAssembler(k=k, views=views, unit="chars", seed=seed) for k in self.ks}
+        self.views = tuple(views) if views is not None else None
 
     def top(self, item: QueryEval, k: float, ranked: list[Chunk]) -> list[Chunk]:
-        if self.selection == "multi_view":
-            ids = self._multi_view[k].assemble(item.retrieved, item.chunks_by_id).chunk_ids
-            return [item.chunks_by_id[c] for c in ids]
+        if self.selection == "multi_view":  # k' ~ 2k/3 per view, as context=multi_view takes them
+            k_view = k_for(max(1, round(2 * k / 3)), item.query.qid, self.seed)
+            return dedupe_contained(merge_views(item.context.ranking, k_view, self.views), item.chunks_by_id)
         return ranked[:k_for(k, item.query.qid, self.seed)]
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
@@ -127,7 +107,7 @@ class AnswerScopeRecall(RankedMetric):
         names = [f"scope_recall_at_{k_name(k)}" for k in self.ks]
         if not scope:
             return dict.fromkeys(names, math.nan)
-        ranked = self.ranked(item, None if self.selection == "multi_view" else math.ceil(max(self.ks)))
+        ranked = item.ranked(math.ceil(max(self.ks)))
         return {name: scope_recall(scope, self.top(item, k, ranked), self.count) for name, k in zip(names, self.ks)}
 
 
@@ -151,13 +131,13 @@ def scope_recall(scope: Sequence[Span], chunks: Sequence[Chunk], count: str = "s
 class DocumentPRF(RankedMetric):
     """Qu et al.'s document retrieval: ``doc_{precision,recall,f1}_at_<k>``."""
 
-    def __init__(self, ks: Sequence[int] = (1, 3, 5, 10), expand: str = "none"):
-        super().__init__(ks, expand)
+    def __init__(self, ks: Sequence[int] = (1, 3, 5, 10)):
+        super().__init__(ks)
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
         relevant = set(item.query.doc_ids)
         out = {}
-        ranked = self.ranked(item, max(self.ks)) if relevant else []
+        ranked = item.ranked(max(self.ks)) if relevant else []
         for k in self.ks:
             names = [f"doc_{m}_at_{k}" for m in ("precision", "recall", "f1")]
             if not relevant:
@@ -171,8 +151,8 @@ class DocumentPRF(RankedMetric):
 class EvidenceSentencePRF(RankedMetric):
     """Qu et al.'s evidence retrieval: ``evidence_sentence_{precision,recall,f1}_at_<k>``."""
 
-    def __init__(self, ks: Sequence[int] = (1, 3, 5, 10), expand: str = "none", min_coverage: float = 0.5):
-        super().__init__(ks, expand)
+    def __init__(self, ks: Sequence[int] = (1, 3, 5, 10), min_coverage: float = 0.5):
+        super().__init__(ks)
         if isinstance(min_coverage, bool) or not isinstance(min_coverage, (int, float)) \
                 or not 0 < min_coverage <= 1:
             raise ConfigError(f"min_coverage must be a number in (0, 1]; got {min_coverage!r}")
@@ -191,7 +171,7 @@ class EvidenceSentencePRF(RankedMetric):
         if not evidence:
             return {f"evidence_sentence_{m}_at_{k}": math.nan
                     for k in self.ks for m in ("precision", "recall", "f1")}
-        ranked = self.ranked(item, max(self.ks))
+        ranked = item.ranked(max(self.ks))
         ev_by_doc: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for s in evidence:
             ev_by_doc[s.doc_id].append((s.start, s.end))

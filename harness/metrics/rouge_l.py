@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from harness.metrics.answers import answer_inputs, best_over, nan_scores
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.tokenizers import check_choice, get_tokenizer
 
 IMPLEMENTATIONS = ("py", "google")
@@ -108,7 +108,7 @@ def rouge_l_google(prediction: str, reference: str, tokenizer: str = "default",
     return _google_scorer(tokenizer, use_stemmer).score(reference, prediction)["rougeL"].fmeasure
 
 
-class RougeL:
+class RougeL(QueryMetric):
     """ROUGE-L F, best over gold answers.
 
     - ``implementation``: ``py`` (the ``rouge`` package: LongBench, HiChunk) or ``google``

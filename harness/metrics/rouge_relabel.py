@@ -33,9 +33,9 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from harness.hierarchy import contains, resolve
 from harness.metrics.base import QueryEval
 from harness.metrics.ranking import RankedMetric
-from harness.retrieval.assemblers import contains, resolve
 from harness.text import is_cjk, lexical_tokens
 from harness.types import Chunk, ConfigError
 
@@ -80,9 +80,9 @@ def dcg(relevance: Sequence[int]) -> float:
 class RougeRelabelRanking(RankedMetric):
     """``dcg_at_<k>`` and ``chunk_recall_at_<k>`` against ROUGE-relabelled relevant chunks."""
 
-    def __init__(self, ks: Sequence[int] = (1, 2, 5, 10, 20), expand: str = "none", rouge_type: str = "rougeL",
+    def __init__(self, ks: Sequence[int] = (1, 2, 5, 10, 20), rouge_type: str = "rougeL",
                  measure: str = "recall", use_stemmer: bool = False):
-        super().__init__(ks, expand)
+        super().__init__(ks)
         if rouge_type not in ROUGE_TYPES:
             raise ConfigError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}; got {rouge_type!r}")
         if measure not in MEASURES:
@@ -99,7 +99,7 @@ class RougeRelabelRanking(RankedMetric):
         relevant = self.relabel(item)
         if not relevant:
             return {n: math.nan for pair in names for n in pair}
-        ranked = self.ranked(item, max(self.ks))
+        ranked = item.ranked(max(self.ks))
         rel, credits, left = [], [], list(relevant)
         for chunk in ranked:
             hits = [i for i, g in enumerate(left) if contains(chunk, g)]
@@ -115,15 +115,16 @@ class RougeRelabelRanking(RankedMetric):
     def candidates(self, item: QueryEval) -> list[Chunk]:
         docs = item.query.doc_ids or tuple(dict.fromkeys(s.doc_id for s in item.query.evidence))
         seen: dict[str, Chunk] = {}
+        expand = item.context.ranking.expand if item.context.ranking is not None else "none"
         for d in docs:
             for c in item.chunks_by_doc.get(d, ()):
                 if c.indexed and c.view == "text":
-                    r = resolve(c, item.chunks_by_id, self.expand)
+                    r = resolve(c, item.chunks_by_id, expand)
                     seen.setdefault(r.chunk_id, r)
         return sorted(seen.values(), key=lambda c: (c.doc_id, c.start, c.end))
 
     def evidence(self, item: QueryEval) -> list[str]:
-        texts = [t for t in item.query.evidence_texts if t and t.strip()]
+        texts = [t for t in item.evidence_texts if t and t.strip()]
         if not texts:
             texts = [item.documents[s.doc_id].text[s.start:s.end] for s in item.query.evidence
                      if s.doc_id in item.documents]

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.metrics.answers import NAN, answer_inputs, nan_scores
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.text import resolve_model
 from harness.types import ConfigError
 
@@ -61,7 +61,7 @@ def default_num_layers(model: str) -> int | None:
     return model2layers.get(model)
 
 
-class BertScore:
+class BertScore(QueryMetric):
     """BERTScore P/R/F1 (keys ``<name>_p``, ``<name>_r``, ``<name>_f1``).
 
     - ``model``: ``bundled``, a local model folder or a (cached) Hub id.
@@ -107,7 +107,7 @@ def qa_similarity(embedder, question: str, answer: str) -> float:
     return float(q @ a / (np.linalg.norm(q) * np.linalg.norm(a)))
 
 
-class QASimilarity:
+class QASimilarity(QueryMetric):
     """Query-answer cosine similarity (Qu et al. Table 7) with ``embedder`` (the run's:
     ``embedder: ${embedder}`` in the config; default the bundled model)."""
 

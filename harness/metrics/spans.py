@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.metrics.base import QueryEval
+from harness.metrics.base import QueryEval, QueryMetric
 from harness.types import Chunk, Span
 
 Interval = tuple[int, int]
@@ -102,7 +102,7 @@ def precision_omega(evidence: Sequence[Span], chunks_by_doc: Mapping[str, Sequen
     return hit / (union_len + ev_len - hit)
 
 
-class SpanOverlap:
+class SpanOverlap(QueryMetric):
     """Span recall / precision / IoU of the context, and the chunking's Precision-Omega."""
 
     def __call__(self, item: QueryEval) -> dict[str, float]:

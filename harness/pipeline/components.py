@@ -3,7 +3,9 @@ before any work starts, with a message that names the config group and parameter
 
 Components are built by Hydra from each group's ``_target_`` (the one mechanism for
 every extension point). Unknown group choices are rejected by Hydra itself when it
-composes the config, listing the available options.
+composes the config, listing the available options. Every dependency arrives through a
+constructor argument that Hydra fills from an interpolation (``embedder: ${embedder}``,
+``llm: ${llm}``, ``cache: ${cache}``); nothing is assigned to a component after it is built.
 """
 
 from __future__ import annotations
@@ -18,32 +20,28 @@ from omegaconf import DictConfig
 
 from harness.chunking.base import Chunker
 from harness.data.base import DatasetLoader
-from harness.llm.base import LLM
+from harness.metrics.base import DocumentMetric, QueryMetric
 from harness.respond.responder import LLMResponder
 from harness.retrieval.assemblers import Assembler
 from harness.retrieval.base import Retriever
-from harness.retrieval.dense import DenseRetriever
-from harness.retrieval.embedders import SentenceTransformerEmbedder
 from harness.types import ConfigError
 
 
 @dataclass
 class Components:
+    """One field per config group a stage reads (``None``: the group is set to ``none``)."""
+
     dataset: DatasetLoader
     chunker: Chunker
-    embedder: SentenceTransformerEmbedder
     retriever: Retriever
-    assembler: Assembler
+    context: Assembler
     responder: LLMResponder | None
-    metrics: dict[str, Any]
-
-    @property
-    def dense(self) -> bool:
-        return isinstance(self.retriever, DenseRetriever)
+    metrics: dict[str, QueryMetric | DocumentMetric]
 
 
-def build_one(node: DictConfig, where: str) -> Any:
-    """Instantiate one ``_target_`` node; any failure becomes a ConfigError naming ``where``."""
+def build_component(node: DictConfig, where: str) -> Any:
+    """Instantiate one ``_target_`` node (the one instantiate path of the project, used by the
+    CLI tools too); any failure becomes a ConfigError naming ``where``."""
     target = node.get("_target_")
     try:
         return instantiate(node, _convert_="all")
@@ -57,34 +55,24 @@ def build_one(node: DictConfig, where: str) -> Any:
         raise ConfigError(f"{where} ({target}): {cause}") from cause
 
 
+EXPECTED = {"dataset": DatasetLoader, "chunker": Chunker, "retriever": Retriever, "context": Assembler,
+            "responder": LLMResponder}
+
+
 def build_components(cfg: DictConfig) -> Components:
-    def group(name: str) -> Any:
-        node = cfg[name]
-        if node.get("_target_") is None:
-            return None
-        return build_one(node, name)
-
-    comps = Components(
-        dataset=group("dataset"),
-        chunker=group("chunker"),
-        embedder=group("embedder"),
-        retriever=group("retriever"),
-        assembler=group("context"),
-        responder=group("responder"),
-        # `metrics.<name>=null` drops one metric of a set.
-        metrics={name: build_one(node, f"metrics.{name}") for name, node in cfg.metrics.items() if node is not None},
-    )
-    for name, obj, expected in [("dataset", comps.dataset, DatasetLoader), ("chunker", comps.chunker, Chunker),
-                                ("embedder", comps.embedder, SentenceTransformerEmbedder),
-                                ("retriever", comps.retriever, Retriever), ("context", comps.assembler, Assembler)]:
-        if not isinstance(obj, expected):
-            raise ConfigError(f"{name}: _target_ must build a {expected.__name__}, got {type(obj).__name__}")
-    if comps.responder is not None and not isinstance(comps.responder, LLMResponder):
-        raise ConfigError(f"responder: _target_ must build an LLMResponder, got {type(comps.responder).__name__}")
-    return comps
-
-
-def language_models(comps: Components) -> list[LLM]:
-    """Every language model the components hold (each gets the run's LLM-call cache)."""
-    holders = [comps.chunker, comps.responder, *comps.metrics.values()]
-    return [h.llm for h in holders if isinstance(getattr(h, "llm", None), LLM)]
+    built: dict[str, Any] = {}
+    for group, kind in EXPECTED.items():
+        node = cfg[group]
+        built[group] = None if node.get("_target_") is None else build_component(node, group)
+        if built[group] is None and group != "responder":
+            raise ConfigError(f"{group}: a run needs one (got a config without _target_)")
+        if built[group] is not None and not isinstance(built[group], kind):
+            raise ConfigError(f"{group}: _target_ must build a {kind.__name__}, got {type(built[group]).__name__}")
+    # `metrics.<name>=null` drops one metric of a set.
+    built["metrics"] = {name: build_component(node, f"metrics.{name}")
+                        for name, node in cfg.metrics.items() if node is not None}
+    for name, m in built["metrics"].items():
+        if not isinstance(m, (QueryMetric, DocumentMetric)):
+            raise ConfigError(f"metrics.{name}: _target_ must build a QueryMetric or a DocumentMetric "
+                              f"(harness.metrics.base), got {type(m).__name__}")
+    return Components(**built)

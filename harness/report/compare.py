@@ -1,21 +1,20 @@
 """Is one run's gain over another real? A paired test on the queries both runs scored.
 
-    python -m harness.report.compare RUN_ID_A RUN_ID_B --metric evidence_recall [--uri sqlite:///mlruns.db]
+    python -m harness.cli compare RUN_ID_A RUN_ID_B --metric evidence_recall [--uri sqlite:///mlruns.db]
 
 Reads each run's ``per_query.jsonl`` artifact from MLflow, pairs queries by id, and prints both
 means, the mean difference (B - A) with its bootstrap 95% interval, and the p-value of a paired
-permutation test (``harness.metrics.significance.paired_test``). The runs must share a dataset
+permutation test (``harness.statistics.paired_test``). The runs must share a dataset
 configuration; queries present in only one run are counted and left out.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
 
-from harness.metrics.significance import paired_test
+from harness.statistics import paired_test
 
 
 def per_query(uri: str, run_id: str) -> dict[str, dict]:
@@ -39,20 +38,11 @@ def compare(a: dict[str, dict], b: dict[str, dict], metric: str) -> dict[str, fl
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_a")
-    ap.add_argument("run_b")
-    ap.add_argument("--metric", action="append", help="repeatable; default: evidence_recall")
-    ap.add_argument("--uri", default="sqlite:///mlruns.db")
-    args = ap.parse_args()
-    a, b = per_query(args.uri, args.run_a), per_query(args.uri, args.run_b)
-    for metric in args.metric or ["evidence_recall"]:
-        r = compare(a, b, metric)
-        print(f"{metric}: A {r['mean_a']:.4f}  B {r['mean_b']:.4f}  B-A {r['mean_diff']:+.4f} "
-              f"(95% CI {r['ci_low']:+.4f} to {r['ci_high']:+.4f}), paired permutation p = {r['p_value']:.4g}, "
-              f"n = {int(r['n'])} queries ({int(r['queries_only_in_one_run'])} only in one run)")
+
+DEFAULT_METRICS = ("evidence_recall",)
 
 
-if __name__ == "__main__":
-    main()
+def summary_line(metric: str, r: dict[str, float]) -> str:
+    return (f"{metric}: A {r['mean_a']:.4f}  B {r['mean_b']:.4f}  B-A {r['mean_diff']:+.4f} "
+            f"(95% CI {r['ci_low']:+.4f} to {r['ci_high']:+.4f}), paired permutation p = {r['p_value']:.4g}, "
+            f"n = {int(r['n'])} queries ({int(r['queries_only_in_one_run'])} only in one run)")

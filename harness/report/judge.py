@@ -1,7 +1,7 @@
 """Pairwise LLM judge of two recorded runs' answers (MC-indexing §5.2, prompt of Appendix G,
 Figure 11).
 
-    python -m harness.report.judge RUN_A RUN_B [--llm-config transformers] [--set model=Qwen/Qwen3-8B]
+    python -m harness.cli judge RUN_A RUN_B [--llm-config transformers] [--set model=Qwen/Qwen3-8B]
         [--uri sqlite:///mlruns.db] [--out judged.jsonl]
 
 Reads both runs' ``per_query.jsonl`` (:func:`harness.report.compare.per_query`), pairs queries
@@ -28,20 +28,13 @@ out of the rates, reported as ``invalid``).
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from string import Template
 
 from harness.llm.base import LLM, Sampling
 from harness.llm.replies import ask_parsed, json_values, strip_reasoning
-from harness.report.compare import per_query
-from harness.types import ConfigError
-
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 # MC-indexing Appendix G, Figure 11 (string.Template: $question, $ground_truth_answer, $answer_1,
 # $answer_2). Text verbatim; the line breaks between the parts are as the figure lays them out.
@@ -171,62 +164,13 @@ def summarize(records: Sequence[dict]) -> dict[str, dict[str, float]]:
     return {kind: win_tie_loss([r[kind] for r in records]) for kind in ("score_based", "round_based")}
 
 
-# --- the model and the command line -------------------------------------------------------------
+# --- the printed report ------------------------------------------------------------------------
 
-def build_llm(config: str, overrides: Sequence[str] = ()) -> LLM:
-    """An LLM from ``configs/llm/<config>.yaml`` (or a YAML path) with ``key=value`` overrides."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    path = Path(config) if config.endswith((".yaml", ".yml")) else CONFIGS / "llm" / f"{config}.yaml"
-    if not path.is_file():
-        names = sorted(p.stem for p in (CONFIGS / "llm").glob("*.yaml"))
-        raise ConfigError(f"--llm-config: no file {path} (names: {', '.join(names)}, or a .yaml path)")
-    cfg = OmegaConf.merge(OmegaConf.load(path), OmegaConf.from_dotlist(list(overrides)))
-    llm = instantiate(cfg, _convert_="all")
-    if not isinstance(llm, LLM):
-        raise ConfigError(f"--llm-config {config}: builds {type(llm).__name__}, not a language model")
-    return llm
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_a")
-    ap.add_argument("run_b")
-    ap.add_argument("--uri", default="sqlite:///mlruns.db")
-    ap.add_argument("--llm-config", default="transformers", help="configs/llm/<name>.yaml or a YAML path")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="llm config override")
-    ap.add_argument("--prompt-file", help="a string.Template replacing the Figure 11 prompt")
-    ap.add_argument("--temperature", type=float, default=0.0)
-    ap.add_argument("--max-tokens", type=int, default=512)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--retries", type=int, default=2)
-    ap.add_argument("--cache", default=None, help="LLM-call cache folder (default $CHUNKBENCH_CACHE or "
-                                                  ".chunkbench-cache)")
-    ap.add_argument("--out", help="write one JSON line per judged query here")
-    args = ap.parse_args(argv)
-
-    import os
-
-    from harness.pipeline.cache import Cache
-
-    template = Path(args.prompt_file).read_text(encoding="utf-8") if args.prompt_file else JUDGE_PROMPT
-    pairs, skipped = pair_runs(per_query(args.uri, args.run_a), per_query(args.uri, args.run_b))
-    if not pairs:
-        raise SystemExit(f"no query has an answer and a gold answer in both runs ({skipped}): "
-                         "were both run with a responder, on the same dataset?")
-    llm = build_llm(args.llm_config, args.set)
-    llm.cache = Cache(args.cache or os.environ.get("CHUNKBENCH_CACHE", ".chunkbench-cache"))
-    records = judge(pairs, llm, template, args.temperature, args.max_tokens, args.seed, args.retries)
-    if args.out:
-        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+def report(run_a: str, run_b: str, model: str, skipped: dict[str, int], records: Sequence[dict]) -> str:
     failures = sum(r["parse_failures"] for r in records)
-    print(f"A = {args.run_a}, B = {args.run_b}; judge {llm.model}; {len(pairs)} queries judged, "
-          f"left out: {skipped}; unparsable judge replies: {failures}")
+    lines = [f"A = {run_a}, B = {run_b}; judge {model}; {len(records)} queries judged, "
+             f"left out: {skipped}; unparsable judge replies: {failures}"]
     for kind, r in summarize(records).items():
-        print(f"{kind:12s} A win {r['win']:.3f}  tie {r['tie']:.3f}  A loss {r['loss']:.3f}  "
-              f"(n = {int(r['n'])}, invalid = {int(r['invalid'])})")
-
-
-if __name__ == "__main__":
-    main()
+        lines.append(f"{kind:12s} A win {r['win']:.3f}  tie {r['tie']:.3f}  A loss {r['loss']:.3f}  "
+                     f"(n = {int(r['n'])}, invalid = {int(r['invalid'])})")
+    return "\n".join(lines)

@@ -1,12 +1,12 @@
 """Tables from recorded runs: a query over MLflow runs, pivoted for reading.
 
-    python -m harness.report.runs --uri sqlite:///mlruns.db --experiment chunkbench \
+    python -m harness.cli table --uri sqlite:///mlruns.db --experiment chunkbench \
         --rows params.chunker._target_ --cols params.retriever._target_ --metric evidence_recall
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -36,19 +36,13 @@ def pivot(df: pd.DataFrame, rows: str, cols: str, metric: str) -> pd.DataFrame:
     return table
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--uri", default="sqlite:///mlruns.db")
-    ap.add_argument("--experiment", default="chunkbench")
-    ap.add_argument("--rows", default="params.chunker._target_")
-    ap.add_argument("--cols", default="params.retriever._target_")
-    ap.add_argument("--metric", action="append", help="repeatable; default: evidence_recall, span_recall")
-    args = ap.parse_args()
-    df = runs_frame(args.uri, args.experiment)
-    for metric in args.metric or ["evidence_recall", "span_recall"]:
-        print(f"\n{metric}  ({args.experiment}, scale={', '.join(sorted(df['tags.scale'].dropna().unique()))})")
-        print(pivot(df, args.rows, args.cols, metric).to_string(float_format="{:.4f}".format))
+
+DEFAULT_METRICS = ("evidence_recall", "span_recall")
 
 
-if __name__ == "__main__":
-    main()
+def report(df: pd.DataFrame, experiment: str, rows: str, cols: str, metrics: Sequence[str] = DEFAULT_METRICS) -> str:
+    """One titled table per metric, each after a blank line."""
+    scales = ", ".join(sorted(df["tags.scale"].dropna().unique()))
+    return "".join(f"\n{metric}  ({experiment}, scale={scales})\n"
+                   f"{pivot(df, rows, cols, metric).to_string(float_format='{:.4f}'.format)}\n"
+                   for metric in metrics).removesuffix("\n")

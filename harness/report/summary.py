@@ -7,7 +7,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from harness.pipeline.run import RunResult
+from harness.pipeline.runner import RunResult
 
 SECTIONS = {
     "retrieval": ("evidence_recall", "span_recall", "span_precision", "span_iou", "span_precision_omega",

@@ -24,8 +24,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 
-from harness.retrieval.assemblers import Assembler, check_budget, contains
-from harness.types import Chunk, Context, Retrieved
+from harness.hierarchy import contains
+from harness.retrieval.assemblers import Assembler, check_budget
+from harness.types import Chunk, Context, Ranking
 
 
 class AutoMergeAssembler(Assembler):
@@ -46,12 +47,12 @@ class AutoMergeAssembler(Assembler):
             self._children = (chunks, dict(counts))
         return self._children[1]
 
-    def assemble(self, retrieved: Retrieved, chunks: Mapping[str, Chunk]) -> Context:
+    def build(self, ranking: Ranking, chunks: Mapping[str, Chunk]) -> Context:
         n_children = self._n_children(chunks)
         T = self.budget
         nodes: list[Chunk] = []
         merges = 0
-        for leaf in self.ranked(retrieved, chunks):
+        for leaf in (chunks[c] for c in ranking.chunk_ids):
             if any(contains(n, leaf) for n in nodes):
                 continue
             parent = chunks.get(leaf.parent_id) if leaf.parent_id else None
@@ -70,7 +71,7 @@ class AutoMergeAssembler(Assembler):
                 parent = chunks.get(parent.parent_id) if parent.parent_id else None
             if self._used(nodes) >= T:
                 break
-        return self.fill(retrieved.qid, nodes, T, "truncate", merges)
+        return self.fill(ranking.qid, nodes, T, "truncate", merges)
 
     def _used(self, nodes: list[Chunk]) -> int:
         return sum(self.size(n) for n in nodes)

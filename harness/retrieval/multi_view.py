@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.retrieval.assemblers import Assembler, check_k, contains, k_for, resolve
-from harness.types import Chunk, ConfigError, Context, Retrieved
+from harness.hierarchy import check_k, dedupe_contained, k_for, merge_views
+from harness.retrieval.assemblers import Assembler
+from harness.types import Chunk, ConfigError, Context, Ranking
 
 
 class MultiViewAssembler(Assembler):
@@ -33,20 +34,7 @@ class MultiViewAssembler(Assembler):
         self.views = tuple(views) if views is not None else None
         self.seed = seed
 
-    def assemble(self, retrieved: Retrieved, chunks: Mapping[str, Chunk]) -> Context:
-        k_view = k_for(self.k_per_view, retrieved.qid, self.seed)
-        per_view: dict[str, list[Chunk]] = {v: [] for v in self.views or ()}
-        for cid, _ in retrieved.ranked:
-            chunk = chunks[cid]
-            if self.views is not None and chunk.view not in per_view:
-                continue
-            picked = per_view.setdefault(chunk.view, [])
-            content = resolve(chunk, chunks)
-            if len(picked) < k_view and content not in picked:
-                picked.append(content)
-        merged: list[Chunk] = []
-        for rank in range(k_view):
-            for picked in per_view.values():
-                if rank < len(picked) and not any(contains(m, picked[rank]) for m in merged):
-                    merged.append(picked[rank])
-        return self._context(retrieved.qid, [(c, len(c.text)) for c in merged])
+    def build(self, ranking: Ranking, chunks: Mapping[str, Chunk]) -> Context:
+        k_view = k_for(self.k_per_view, ranking.qid, self.seed)
+        merged = dedupe_contained(merge_views(ranking, k_view, self.views), chunks)
+        return self._context(ranking.qid, [(c, len(c.text)) for c in merged])

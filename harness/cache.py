@@ -1,0 +1,124 @@
+"""The content-addressed cache: one file per entry, written atomically.
+
+Keys are sha256 digests of canonical JSON (stage name, stage version, the config
+slice the stage reads, the keys of its inputs). Entries live under
+``<dir>/<namespace>/<key[:2]>/<key>``. A writer renames a finished temp file into
+place, so a reader (another process of a sweep, possibly on a shared filesystem)
+sees either nothing or a whole entry; two writers of one key write the same bytes,
+so the last rename wins harmlessly. A killed run leaves at most a stray temp file.
+
+The cache is a ground-floor service: components that keep fine-grained entries (the
+embedder's vectors, the LLM's calls) receive it through their constructor
+(``cache: ${cache}`` in their config), and :func:`open_cache` gives every component of a
+process the same instance per folder, so hit and miss counts are the run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def make_key(*parts: Any) -> str:
+    return hashlib.sha256(canonical_json(parts).encode()).hexdigest()
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+CACHE_TARGET = "harness.cache.open_cache"  # the `_target_` of the top-level `cache:` config node
+_OPEN: dict[Path, "Cache"] = {}
+
+
+def open_cache(dir: str | os.PathLike) -> "Cache":
+    """The process's one :class:`Cache` for ``dir`` (built by Hydra from the ``cache:`` node)."""
+    path = Path(dir).absolute()
+    if path not in _OPEN:
+        _OPEN[path] = Cache(path)
+    return _OPEN[path]
+
+
+def without_services(value: Any) -> Any:
+    """A config slice without its cache nodes: where the cache lives is no part of a result,
+    so it stays out of every cache key."""
+    if isinstance(value, dict):
+        return {k: without_services(v) for k, v in value.items()
+                if not (isinstance(v, dict) and v.get("_target_") == CACHE_TARGET)}
+    if isinstance(value, list):
+        return [without_services(v) for v in value]
+    return value
+
+
+class Cache:
+    """Stage outputs (pickles) and per-text arrays (embeddings), with hit/miss counts
+    per namespace that the run record reports."""
+
+    def __init__(self, dir: str | os.PathLike):
+        self.dir = Path(dir)
+        self.hits: Counter[str] = Counter()
+        self.misses: Counter[str] = Counter()
+
+    def _path(self, namespace: str, key: str) -> Path:
+        return self.dir / namespace / key[:2] / key
+
+    def _write(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _read(self, namespace: str, key: str) -> bytes | None:
+        """The entry's bytes, or None; counts a hit or a miss for ``namespace``."""
+        try:
+            data = self._path(namespace, key).read_bytes()
+        except FileNotFoundError:
+            self.misses[namespace] += 1
+            return None
+        self.hits[namespace] += 1
+        return data
+
+    def get(self, namespace: str, key: str) -> Any | None:
+        """The stored object, or None."""
+        data = self._read(namespace, key)
+        return None if data is None else pickle.loads(data)
+
+    def put(self, namespace: str, key: str, value: Any) -> None:
+        self._write(self._path(namespace, key), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    # Arrays are stored raw (float32) rather than pickled: small, fast, and portable.
+    def get_array(self, namespace: str, key: str) -> np.ndarray | None:
+        data = self._read(namespace, key)
+        return None if data is None else np.frombuffer(data, dtype=np.float32)
+
+    def put_array(self, namespace: str, key: str, value: np.ndarray) -> None:
+        self._write(self._path(namespace, key), np.ascontiguousarray(value, dtype=np.float32).tobytes())
+
+    def counts(self, since: dict[str, dict[str, int]] | None = None) -> dict[str, dict[str, int]]:
+        """Hits and misses per namespace (those after the ``since`` snapshot: one run's, when
+        several runs of a sweep share the process and so the instance)."""
+        since = since or {}
+        out = {}
+        for n in sorted(set(self.hits) | set(self.misses)):
+            before = since.get(n, {"hits": 0, "misses": 0})
+            hits, misses = self.hits[n] - before["hits"], self.misses[n] - before["misses"]
+            if hits or misses:
+                out[n] = {"hits": hits, "misses": misses}
+        return out

@@ -1,0 +1,161 @@
+"""ChunkBench's command line for everything but runs (runs and sweeps: ``python -m harness``).
+
+    python -m harness.cli table [--experiment NAME] [--rows COL] [--cols COL] [--metric M]... [--uri URI]
+    python -m harness.cli compare RUN_A RUN_B [--metric M]... [--uri URI]
+    python -m harness.cli judge RUN_A RUN_B [--llm-config CHOICE] [--set KEY=VALUE]... [--cache DIR] [--out FILE]
+    python -m harness.cli ls [GROUP]
+
+Every subcommand reads one config, ``configs/config.yaml`` composed by Hydra as a run
+composes it: the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache
+its ``cache.dir`` (``$CHUNKBENCH_CACHE``), the judge's model its ``llm`` group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.report import registry
+from harness.types import ConfigError
+
+# The subcommands' own modules (mlflow, pandas, the LLM backends) load when the subcommand runs,
+# so `ls` and `--help` stay quick.
+
+
+def table(args: argparse.Namespace, cfg) -> None:
+    from harness.report.runs import DEFAULT_METRICS, report, runs_frame
+
+    experiment = args.experiment or cfg.experiment_name
+    print(report(runs_frame(tracking_uri(args, cfg), experiment), experiment, args.rows, args.cols,
+                 args.metric or DEFAULT_METRICS))
+
+
+def compare(args: argparse.Namespace, cfg) -> None:
+    from harness.report.compare import DEFAULT_METRICS, per_query, summary_line
+    from harness.report.compare import compare as paired
+
+    uri = tracking_uri(args, cfg)
+    a, b = per_query(uri, args.run_a), per_query(uri, args.run_b)
+    for metric in args.metric or DEFAULT_METRICS:
+        print(summary_line(metric, paired(a, b, metric)))
+
+
+def judge(args: argparse.Namespace, cfg) -> None:
+    from harness.report.compare import per_query
+    from harness.report.judge import JUDGE_PROMPT, pair_runs, report
+    from harness.report.judge import judge as run_judge
+
+    uri = tracking_uri(args, cfg)
+    template = Path(args.prompt_file).read_text(encoding="utf-8") if args.prompt_file else JUDGE_PROMPT
+    pairs, skipped = pair_runs(per_query(uri, args.run_a), per_query(uri, args.run_b))
+    if not pairs:
+        raise SystemExit(f"no query has an answer and a gold answer in both runs ({skipped}): "
+                         "were both run with a responder, on the same dataset?")
+    llm = build_llm(cfg, args.llm_config)
+    records = run_judge(pairs, llm, template, args.temperature, args.max_tokens, args.seed, args.retries)
+    if args.out:
+        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    print(report(args.run_a, args.run_b, llm.model, skipped, records))
+
+
+def ls(args: argparse.Namespace, cfg) -> None:
+    try:
+        rows = registry.listing(args.group)
+    except KeyError as e:
+        raise ConfigError(e.args[0]) from None
+    width = [max(len(r[i]) for r in rows) for i in (0, 1)]
+    for i, (group, name, text) in enumerate(rows):
+        if i and group != rows[i - 1][0]:
+            print()
+        print(f"{group:{width[0]}}  {name:{width[1]}}  {text}")
+
+
+def build_llm(cfg, choice: str):
+    """The composed config's ``llm``, built like every run component."""
+    from harness.llm.base import LLM
+    from harness.pipeline.components import build_component
+
+    llm = build_component(cfg.llm, "llm")
+    if not isinstance(llm, LLM):
+        raise ConfigError(f"--llm-config {choice}: builds {type(llm).__name__}, not a language model")
+    return llm  # with the config's `cache: ${cache}`: every judge call goes through the LLM-call cache
+
+
+def tracking_uri(args: argparse.Namespace, cfg) -> str:
+    uri = args.uri or cfg.tracking.uri
+    if not uri:
+        raise ConfigError("the config records no runs (tracking.uri is null): give --uri")
+    return uri
+
+
+def overrides(args: argparse.Namespace) -> list[str]:
+    """The Hydra overrides a subcommand's options stand for."""
+    if args.command != "judge":
+        return []
+    return [*registry.llm_overrides(args.llm_config, args.set), *([f"cache.dir={args.cache}"] if args.cache else [])]
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m harness.cli", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{table,compare,judge,ls}")
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--uri", default=None, help="MLflow tracking URI (default: the config's tracking.uri)")
+    two_runs = argparse.ArgumentParser(add_help=False, parents=[store])
+    two_runs.add_argument("run_a")
+    two_runs.add_argument("run_b")
+
+    p = sub.add_parser("table", parents=[store], help="tables of recorded runs: one metric per table")
+    p.add_argument("--experiment", default=None, help="MLflow experiment (default: the config's experiment_name)")
+    p.add_argument("--rows", default="params.chunker._target_")
+    p.add_argument("--cols", default="params.retriever._target_")
+    p.add_argument("--metric", action="append", help="repeatable; default: evidence_recall, span_recall")
+    p.set_defaults(run=table)
+
+    p = sub.add_parser("compare", parents=[two_runs], help="paired test of two runs' per-query scores",
+                       description="B's mean minus A's with a bootstrap 95% interval and a paired permutation "
+                                   "p-value, over the queries both runs scored (harness.report.compare).")
+    p.add_argument("--metric", action="append", help="repeatable; default: evidence_recall")
+    p.set_defaults(run=compare)
+
+    p = sub.add_parser("judge", parents=[two_runs], help="pairwise LLM judge of two runs' answers",
+                       description="MC-indexing's pairwise judge (harness.report.judge): win/tie/loss of A.")
+    p.add_argument("--llm-config", default="transformers", help="a choice of configs/llm (default: transformers)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="llm config override")
+    p.add_argument("--prompt-file", help="a string.Template replacing the Figure 11 prompt")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--retries", type=int, default=2)
+    p.add_argument("--cache", default=None, help="LLM-call cache folder (default: the config's cache.dir, "
+                                                 "$CHUNKBENCH_CACHE or .chunkbench-cache)")
+    p.add_argument("--out", help="write one JSON line per judged query here")
+    p.set_defaults(run=judge)
+
+    p = sub.add_parser("ls", help="every choice of every config group, with its description")
+    p.add_argument("group", nargs="?", help="one group only, e.g. chunker")
+    p.set_defaults(run=ls)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from hydra.errors import HydraException
+
+    args = parser().parse_args(argv)
+    try:
+        cfg = registry.compose(overrides(args)) if args.command != "ls" else None
+        args.run(args, cfg)
+    except (ConfigError, HydraException) as e:
+        print(f"chunkbench: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except BrokenPipeError:  # `... | head`: the reader left; say nothing more (Python's documented recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""The runner: one loop over the declared stages (:mod:`harness.pipeline.stages`).
+
+For each stage it derives the cache key from the declaration, returns the cached output or
+computes and stores it, times it, and logs one line. Keys chain: a stage's key holds the
+keys of the stages it reads, so a changed config slice recomputes that stage and everything
+after it, and nothing before. Fine-grained work inside a stage (embeddings per text, LLM
+calls per prompt) is cached by the embedder and the LLM themselves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row
+from harness.cache import Cache, make_key, text_digest, without_services
+from harness.metrics.base import DocumentMetric
+from harness.pipeline.components import Components, build_component, build_components
+from harness.pipeline.stages import STAGES, Stage
+from harness.types import Document, to_dict
+
+
+@dataclass
+class RunResult:
+    metrics: dict[str, float]
+    per_query: list[dict[str, Any]]
+    dataset_report: dict[str, float]
+    stages: dict[str, str] = field(default_factory=dict)  # stage -> "cached" | "computed"
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    cache_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    run_level: list[str] = field(default_factory=list)  # metrics that are not means (corpus BLEU, micro F1)
+
+
+def config_slice(cfg: DictConfig, group: str) -> Any:
+    """The resolved config a stage reads from ``group``, as it enters the stage's key."""
+    return without_services(OmegaConf.to_container(cfg[group], resolve=True))
+
+
+def doc_digest(doc: Document) -> str:
+    """Everything about a document a chunker may read."""
+    return make_key(doc.doc_id, text_digest(doc.text), doc.title, doc.language,
+                    [to_dict(s) for s in doc.sections])
+
+
+class Pipeline:
+    def __init__(self, cfg: DictConfig, components: Components | None = None, log: Callable = print):
+        self.cfg = cfg
+        self.c = components or build_components(cfg)  # every component built (and checked) before any work
+        self.cache: Cache = build_component(cfg.cache, "cache")
+        self.log = log
+        self.keys: dict[str, str | None] = {}
+        self.outputs: dict[str, Any] = {}
+
+    def key(self, stage: Stage) -> str:
+        parts = [config_slice(self.cfg, g) for g in stage.reads]
+        extra = stage.fingerprint(self.c) if stage.fingerprint else None
+        return make_key(stage.name, stage.version, parts, [self.keys[a] for a in stage.after], extra)
+
+    def run(self) -> RunResult:
+        since = self.cache.counts()
+        result = RunResult({}, [], {})
+        for stage in STAGES:
+            if stage.optional and getattr(self.c, stage.reads[0]) is None:
+                self.keys[stage.name], self.outputs[stage.name] = None, None
+                continue
+            t0 = time.perf_counter()
+            self.keys[stage.name] = self.key(stage)
+            run = self.run_per_document if stage.per_document else self.run_whole
+            self.outputs[stage.name], status = run(stage)
+            result.stages[stage.name] = status
+            result.stage_seconds[stage.name] = time.perf_counter() - t0
+            self.log(f"[{stage.name}] {status} in {result.stage_seconds[stage.name]:.1f}s "
+                     f"(key {self.keys[stage.name][:12]})")
+        self.summarize(result)
+        result.cache_counts = self.cache.counts(since)
+        return result
+
+    def run_whole(self, stage: Stage) -> tuple[Any, str]:
+        key = self.keys[stage.name]
+        value = self.cache.get(stage.name, key)
+        if value is not None:
+            return value, "cached"
+        value = stage.compute(self.c, self.outputs)
+        self.cache.put(stage.name, key, value)
+        return value, "computed"
+
+    def run_per_document(self, stage: Stage) -> tuple[dict[str, Any], str]:
+        """Per-document entries (doc id -> output), cached one by one as each batch returns."""
+        docs: list[Document] = self.outputs["load"].documents
+        namespace, slices = f"{stage.name}_doc", [config_slice(self.cfg, g) for g in stage.reads]
+        keys = {d.doc_id: make_key(namespace, stage.version, slices, doc_digest(d)) for d in docs}
+        out = {d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
+        pending = [d for d in docs if d.doc_id not in out]
+        batch = max(1, int(getattr(self.c, stage.reads[0]).batch_size))
+        with tqdm(total=len(pending), desc=stage.name, unit="doc", disable=not pending) as bar:
+            for i in range(0, len(pending), batch):
+                group = pending[i:i + batch]
+                for d, entry in zip(group, stage.compute(self.c, group)):
+                    self.cache.put(namespace, keys[d.doc_id], entry)
+                    out[d.doc_id] = entry
+                bar.update(len(group))
+        if docs:
+            self.log(f"[{stage.name}] {len(docs) - len(pending)}/{len(docs)} documents from cache")
+        return {d.doc_id: out[d.doc_id] for d in docs}, "computed" if pending else "cached"
+
+    def summarize(self, r: RunResult) -> None:
+        """The run's numbers from the stage outputs (aggregation lives in harness.aggregation)."""
+        o, c = self.outputs, self.c
+        ds, retrieved, contexts = o["load"], o["retrieve"].results, o["assemble"]
+        answers = o["respond"] or [None] * len(ds.queries)
+        evaluation = o["evaluate"]
+        r.dataset_report = dict(ds.report)
+        r.per_query = [per_query_row(q, rt, ctx, a, s) for q, rt, ctx, a, s
+                       in zip(ds.queries, retrieved, contexts, answers, evaluation.per_query)]
+        r.metrics = aggregate(r.per_query)
+        r.metrics.update(aggregate_documents(evaluation.per_document))
+        # Run-level numbers that are not means (corpus BLEU, HiChunk's micro F1, fact-weighted Fact-Cov).
+        for m in c.metrics.values():
+            rows = evaluation.per_document if isinstance(m, DocumentMetric) else r.per_query
+            run_level = m.aggregate(rows)
+            r.metrics.update(run_level)
+            r.run_level += list(run_level)
+        r.metrics.update(chunk_statistics(ds.documents, o["chunk"], c.context.tokenizer.count))
+        r.metrics["retrieval_seconds_per_query"] = mean([rt.seconds for rt in retrieved])
+        r.metrics["index_seconds"] = o["retrieve"].index_seconds
+        r.metrics["n_queries"] = len(ds.queries)
+        r.metrics["context_merges_total"] = float(sum(ctx.merges for ctx in contexts))

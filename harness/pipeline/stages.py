@@ -1,0 +1,117 @@
+"""The stages of a run, declared as data; :mod:`harness.pipeline.runner` runs them in order.
+
+A stage is a name, a version, the config groups it reads, the upstream stages whose outputs
+it consumes, and the function that computes its output from the components and those
+outputs. The runner derives everything else from the declaration: the cache key (stage,
+version, the config slices, the upstream keys), cache look-up and store, timing, the log
+line and the run record's stage tags. Bump a stage's version when its output changes
+meaning: that stage and every stage after it recompute.
+
+A per-document stage (chunking) computes a batch of documents at a time and is cached per
+document, so a killed run resumes at the next document. An optional stage is skipped when
+its component is None (its group set to ``none``); its output is then None.
+
+Adding a stage: its package, its config group (one field of ``Components``), and one
+declaration here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
+from harness.pipeline.components import Components
+from harness.types import Answer, Chunk, Context, DocChunks, Document, Retrieved
+
+Outputs = Mapping[str, Any]  # stage name -> its output (None for a skipped optional stage)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    version: int
+    reads: tuple[str, ...]      # config groups whose resolved slices enter the key
+    after: tuple[str, ...]      # upstream stages whose outputs it reads (their keys enter its key)
+    compute: Callable[..., Any]  # (components, outputs) -> output; per document: (components, docs) -> [output]
+    per_document: bool = False
+    optional: bool = False      # skipped (output None) when the component of its group is None
+    fingerprint: Callable[[Components], str] | None = None  # what the config cannot name (data files)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    results: list[Retrieved]
+    index_seconds: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    per_query: list[dict[str, float]]
+    per_document: list[dict[str, float]]
+
+
+def load(c: Components, o: Outputs):
+    return c.dataset.load()
+
+
+def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
+    t0 = time.perf_counter()
+    chunked = c.chunker.chunk(docs)
+    seconds = (time.perf_counter() - t0) / len(docs)
+    return [DocChunks(chunks, seconds, c.chunker.take_counts(d.doc_id)) for d, chunks in zip(docs, chunked)]
+
+
+def all_chunks(o: Outputs) -> list[Chunk]:
+    """Every chunk of the run in document order, structure nodes included."""
+    return [ch for d in o["load"].documents for ch in o["chunk"][d.doc_id].chunks]
+
+
+def retrieve(c: Components, o: Outputs) -> Retrieval:
+    # Structure nodes (indexed=False) are not searched; assemblers can still return them.
+    results, seconds = c.retriever.retrieve(o["load"].queries, [ch for ch in all_chunks(o) if ch.indexed])
+    return Retrieval(results, seconds)
+
+
+def assemble(c: Components, o: Outputs) -> list[Context]:
+    by_id = {ch.chunk_id: ch for ch in all_chunks(o)}
+    return [c.context.assemble(rt, by_id) for rt in tqdm(o["retrieve"].results, desc="assemble", unit="query")]
+
+
+def respond(c: Components, o: Outputs) -> list[Answer]:
+    return c.responder.respond(o["load"].queries, o["assemble"], c.dataset.name)
+
+
+def evaluate(c: Components, o: Outputs) -> Evaluation:
+    ds, chunked = o["load"], o["chunk"]
+    chunks_by_doc = {d: entry.chunks for d, entry in chunked.items()}
+    by_id = {ch.chunk_id: ch for ch in all_chunks(o)}
+    docs_by_id = {d.doc_id: d for d in ds.documents}
+    answers = o["respond"] or [None] * len(ds.queries)
+    items = [QueryEval(q, rt, ctx, ans, chunks_by_doc, by_id, docs_by_id)
+             for q, rt, ctx, ans in zip(ds.queries, o["retrieve"].results, o["assemble"], answers)]
+    per_query: list[dict[str, float]] = [{} for _ in items]
+    doc_metrics = [m for m in c.metrics.values() if isinstance(m, DocumentMetric)]
+    per_doc: list[dict[str, float]] = [{} for _ in ds.documents] if doc_metrics else []
+    for m in c.metrics.values():
+        if isinstance(m, QueryMetric):
+            for row, scored in zip(per_query, m.score_all(items)):
+                row.update(scored)
+    for m in doc_metrics:
+        for row, scored in zip(per_doc, m.score_all(ds.documents, chunks_by_doc)):
+            row.update(scored)
+    return Evaluation(per_query, per_doc)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("load", 2, ("dataset",), (), load, fingerprint=lambda c: c.dataset.fingerprint()),
+    Stage("chunk", 2, ("chunker",), ("load",), chunk, per_document=True),
+    Stage("retrieve", 2, ("retriever",), ("load", "chunk"), retrieve),
+    Stage("assemble", 2, ("context",), ("retrieve",), assemble),
+    Stage("respond", 2, ("responder",), ("load", "assemble"), respond, optional=True),
+    Stage("evaluate", 3, ("metrics",), ("load", "chunk", "retrieve", "assemble", "respond"), evaluate),
+)

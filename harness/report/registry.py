@@ -1,0 +1,84 @@
+"""The config registry: every choice of every config group under ``configs/``, what each one
+is (its description), and the composed config as ``python -m harness`` sees it.
+
+The CLI's ``ls`` lists it, the CLI's other subcommands load their config through
+:func:`compose`, and the bench scripts take their methods from it, so a new config file is
+listed, loadable and benchmarked without another list to update.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+PRIMARY = "config"  # configs/config.yaml: the run's config; every folder beside it is a group
+
+# The context assembler each chunker is meant for, where it is not the default `budget`; the
+# chunker configs say the same in prose ("Pair with context=..."), which a test checks. It
+# is a mapping here, not a key in the chunker configs, because every key of a `_target_`
+# node is passed to the chunker's constructor.
+CONTEXT_FOR = {
+    "hichunk": "auto_merge",           # HiChunk's HC200+AM
+    "structure_tree": "auto_merge",    # the shape of HC200, merged by Auto-Merge
+    "multi_granular": "parent_max",    # LGMGC: a parent scores as the best of itself and its children
+    "lgmgc": "parent_max",
+    "multi_view": "multi_view",        # MC-indexing's merge of the views' rankings
+    "multi_view_llm": "multi_view",
+}
+
+
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """``configs/config.yaml`` with Hydra overrides, composed as a run composes it."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return hydra_compose(PRIMARY, overrides=list(overrides))
+
+
+def llm_overrides(choice: str, settings: Sequence[str] = ()) -> list[str]:
+    """``llm=<choice>`` and each ``key=value`` of the LLM config as ``llm.key=value``."""
+    return [f"llm={choice}", *(f"llm.{s}" for s in settings)]
+
+
+def groups() -> list[str]:
+    """Every config group: each folder holding config files, nested ones as ``a/b``."""
+    return sorted({p.parent.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml")} - {"."})
+
+
+def choices(group: str) -> list[str]:
+    if group not in groups():
+        raise KeyError(f"no config group {group!r} (groups: {', '.join(groups())})")
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+
+
+def describe(path: Path) -> str:
+    """A config file's first leading comment line (Hydra's ``@package`` header skipped), else its
+    ``_target_``, else ''."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            break
+        text = stripped.lstrip("#").strip()
+        if text and not text.startswith("@package"):
+            return text
+    node = OmegaConf.load(path)
+    return str(node.get("_target_") or "") if isinstance(node, DictConfig) else ""
+
+
+def listing(group: str | None = None) -> list[tuple[str, str, str]]:
+    """(group, choice, description) of every choice, or of one group's."""
+    return [(g, name, describe(CONFIGS / g / f"{name}.yaml"))
+            for g in ([group] if group else groups()) for name in choices(g)]
+
+
+def needs_llm(chunker: str) -> bool:
+    """Whether a chunker calls a language model: its composed config takes the run's ``${llm}``."""
+    node = compose([f"chunker={chunker}"]).chunker
+    return bool(re.search(r"\$\{llm\}", OmegaConf.to_yaml(node, resolve=False)))

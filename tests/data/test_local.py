@@ -1,0 +1,170 @@
+"""The harness's own schema: LocalDataset and write_local (the row reader itself: test_rows)."""
+
+import json
+
+import pytest
+
+from harness.data.base import Dataset
+from harness.data.local import LocalDataset, write_local
+from harness.types import ConfigError, DataError, Document, Query, Section, Span
+
+
+def _dataset() -> Dataset:
+    docs = [
+        Document("d1", "Alpha beta.\n\nGamma delta.", "One",
+                 (Section(0, 11, 1, "a"), Section(13, 25, 2)), "en", {"domain": "x"}),
+        Document("d2", "Zweiter Text.", language="de"),
+        Document("d3", "third document"),
+    ]
+    queries = [
+        Query("q1", "What is gamma?", ("delta",), ("d1",), (Span("d1", 13, 25),), ("fact",), "T1",
+              {"evidence_method": ["exact"]}, unaligned_evidence=("not in the text",)),
+        Query("q2", "Which text?", (), ("d2",)),
+        Query("q3", "Across?", ("x",), ("d1", "d3")),
+        Query("q4", "Evidence only in d3", evidence=(Span("d3", 0, 5),)),
+    ]
+    return Dataset("demo", docs, queries).validate()
+
+
+def _write_rows(folder, docs, queries):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "documents.jsonl").write_text("".join(json.dumps(r) + "\n" for r in docs))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in queries))
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_round_trip(tmp_path, fmt):
+    original = _dataset()
+    write_local(original, tmp_path, fmt=fmt)
+    loaded = LocalDataset(tmp_path, name="demo").load()
+    assert loaded.documents == original.documents
+    assert loaded.queries == original.queries
+    assert [d.meta for d in loaded.documents] == [d.meta for d in original.documents]
+    assert [q.meta for q in loaded.queries] == [q.meta for q in original.queries]
+    docs = {d.doc_id: d for d in loaded.documents}
+    assert loaded.queries[0].evidence_texts(docs) == ["Gamma delta.", "not in the text"]
+    assert loaded.queries[0].unaligned_evidence == ("not in the text",)
+    assert loaded.report["n_unaligned_evidence"] == 1 and loaded.report["n_evidence_spans"] == 2
+
+
+def test_writer_removes_the_other_format(tmp_path):
+    write_local(_dataset(), tmp_path, fmt="jsonl")
+    write_local(_dataset(), tmp_path, fmt="parquet")
+    assert not (tmp_path / "documents.jsonl").exists()
+    assert (tmp_path / "queries.parquet").exists()
+
+
+def test_limit_docs_keeps_only_queries_on_kept_docs(tmp_path):
+    write_local(_dataset(), tmp_path)
+    ds = LocalDataset(tmp_path, limit_docs=2).load()
+    assert [d.doc_id for d in ds.documents] == ["d1", "d2"]
+    assert [q.qid for q in ds.queries] == ["q1", "q2"]  # q3 needs d3, q4's evidence is in d3
+    assert ds.report["docs_dropped_limit_docs"] == 1
+    assert ds.report["queries_dropped_limit_docs"] == 2
+
+
+def test_limit_queries_after_limit_docs(tmp_path):
+    write_local(_dataset(), tmp_path)
+    ds = LocalDataset(tmp_path, limit_docs=2, limit_queries=1).load()
+    assert [q.qid for q in ds.queries] == ["q1"]
+    assert ds.report["queries_dropped_limit_queries"] == 1
+    assert len(LocalDataset(tmp_path, limit_queries=3).load().queries) == 3
+
+
+def test_fingerprint_follows_content_and_parameters(tmp_path):
+    write_local(_dataset(), tmp_path)
+    a = LocalDataset(tmp_path).fingerprint()
+    assert a == LocalDataset(tmp_path).fingerprint()
+    assert a != LocalDataset(tmp_path, limit_docs=1).fingerprint()
+    with (tmp_path / "queries.jsonl").open("a") as f:
+        f.write(json.dumps({"qid": "q9", "question": "new?"}) + "\n")
+    assert a != LocalDataset(tmp_path).fingerprint()
+
+
+_DOC = {"doc_id": "d1", "text": "Some text here."}
+_QUERY = {"qid": "q1", "question": "What?", "doc_ids": ["d1"]}
+
+
+@pytest.mark.parametrize("doc, row, field", [
+    ({"text": "no id"}, "documents.jsonl line 1", "doc_id"),
+    ({"doc_id": "d1"}, "d1", "text"),
+    ({"doc_id": "d1", "text": 5}, "d1", "text"),
+    ({"doc_id": 7, "text": "x"}, "documents.jsonl line 1", "doc_id"),
+    ({**_DOC, "sections": [{"start": 0, "end": "4", "level": 1}]}, "d1", "sections[0].end"),
+    ({**_DOC, "sections": [{"start": 0, "end": 99, "level": 1}]}, "d1", "sections[0]"),
+    ({**_DOC, "sections": [{"start": 0, "end": 4}]}, "d1", "sections[0].level"),
+    ({**_DOC, "meta": ["not", "a", "dict"]}, "d1", "meta"),
+    ({**_DOC, "language": None, "title": 3}, "d1", "title"),
+])
+def test_document_errors_name_dataset_row_field(tmp_path, doc, row, field):
+    _write_rows(tmp_path, [doc], [])
+    with pytest.raises(DataError) as e:
+        LocalDataset(tmp_path, name="mine").load()
+    assert (e.value.dataset, e.value.row, e.value.field) == ("mine", row, field)
+
+
+@pytest.mark.parametrize("query, row, field", [
+    ({"question": "no id"}, "queries.jsonl line 1", "qid"),
+    ({"qid": "q1"}, "q1", "question"),
+    ({**_QUERY, "answers": "not a list"}, "q1", "answers"),
+    ({**_QUERY, "answers": ["ok", 3]}, "q1", "answers"),
+    ({**_QUERY, "doc_ids": ["nope"]}, "q1", "doc_ids"),
+    ({**_QUERY, "evidence": [{"doc_id": "d1", "start": 0}]}, "q1", "evidence[0].end"),
+    ({**_QUERY, "evidence": [{"doc_id": "d1", "start": 0, "end": 999}]}, "q1", "evidence[0]"),
+    ({**_QUERY, "evidence": [{"doc_id": "d1", "start": True, "end": 3}]}, "q1",
+     "evidence[0].start"),
+    ({**_QUERY, "task": ["T1"]}, "q1", "task"),
+    ({**_QUERY, "unaligned_evidence": ["ok", 3]}, "q1", "unaligned_evidence"),
+])
+def test_query_errors_name_dataset_row_field(tmp_path, query, row, field):
+    _write_rows(tmp_path, [_DOC], [query])
+    with pytest.raises(DataError) as e:
+        LocalDataset(tmp_path, name="mine").load()
+    assert (e.value.dataset, e.value.row, e.value.field) == ("mine", row, field)
+    assert "'mine'" in str(e.value) and field in str(e.value)
+
+
+def test_older_files_kept_evidence_in_meta(tmp_path):
+    """Before ``unaligned_evidence`` was a field, it sat in meta next to ``evidence_text`` (the
+    spans' text): the first is read into the field, the second dropped."""
+    old = {**_QUERY, "evidence": [{"doc_id": "d1", "start": 0, "end": 4}],
+           "meta": {"evidence_text": ["Some"], "unaligned_evidence": ["elsewhere"], "k": 1}}
+    _write_rows(tmp_path, [_DOC], [old])
+    (q,) = LocalDataset(tmp_path).load().queries
+    assert q.unaligned_evidence == ("elsewhere",) and q.meta == {"k": 1}
+    assert q.evidence_texts({"d1": Document("d1", _DOC["text"])}) == ["Some", "elsewhere"]
+    _write_rows(tmp_path, [_DOC], [{**old, "unaligned_evidence": ["twice"]}])
+    with pytest.raises(DataError) as e:
+        LocalDataset(tmp_path).load()
+    assert (e.value.row, e.value.field) == ("q1", "unaligned_evidence")
+    _write_rows(tmp_path, [_DOC], [{**_QUERY, "meta": {"unaligned_evidence": "not a list"}}])
+    with pytest.raises(DataError) as e:
+        LocalDataset(tmp_path).load()
+    assert (e.value.row, e.value.field) == ("q1", "meta.unaligned_evidence")
+
+
+def test_non_object_row_and_duplicate_id(tmp_path):
+    _write_rows(tmp_path, [_DOC, ["a", "list"]], [])
+    with pytest.raises(DataError, match="documents.jsonl line 2"):
+        LocalDataset(tmp_path).load()
+    _write_rows(tmp_path, [_DOC], [_QUERY, _QUERY])
+    with pytest.raises(DataError) as e:
+        LocalDataset(tmp_path).load()
+    assert (e.value.row, e.value.field) == ("q1", "qid")
+    assert "duplicate" in str(e.value) and "line 2" in str(e.value)
+
+
+def test_missing_files_name_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        LocalDataset(tmp_path / "absent").load()
+    (tmp_path / "documents.jsonl").write_text(json.dumps(_DOC) + "\n")
+    with pytest.raises(FileNotFoundError, match="queries.jsonl"):
+        LocalDataset(tmp_path).load()
+
+
+def test_bad_parameters():
+    with pytest.raises(ConfigError, match="dataset.path"):
+        LocalDataset("???")
+    with pytest.raises(ConfigError, match="limit_docs"):
+        LocalDataset("x", limit_docs=-1)

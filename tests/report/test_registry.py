@@ -1,0 +1,61 @@
+"""The config registry on the real configs/: every file described, every choice listed,
+the chunker pairings the bench scripts use in line with what the configs say."""
+
+import re
+
+import pytest
+
+from harness.report import registry
+from tests.conftest import CONFIGS
+
+FILES = sorted(CONFIGS.rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(CONFIGS)))
+def test_every_config_file_has_a_description(path):
+    """A new config file needs a leading comment (or a `_target_`): `ls` prints it."""
+    assert registry.describe(path).strip()
+
+
+def test_describe_rules(tmp_path):
+    f = tmp_path / "x.yaml"
+    f.write_text("# @package _global_\n#\n#  Two words.\n# more\n_target_: a.B\n")
+    assert registry.describe(f) == "Two words."
+    f.write_text("_target_: a.B  # inline comments are not descriptions\n# late comment\n")
+    assert registry.describe(f) == "a.B"
+    f.write_text("defaults:\n  - base\n")
+    assert registry.describe(f) == ""
+
+
+def test_listing_covers_every_group_file():
+    rows = registry.listing()
+    assert {f"{g}/{n}.yaml" for g, n, _ in rows} == {str(p.relative_to(CONFIGS)) for p in FILES} - {"config.yaml"}
+    assert {"chunker", "context", "experiment", "metrics", "tracking"} <= set(registry.groups())
+    assert ("chunker", "fixed", "Fixed-size windows of `size` units; consecutive windows share `overlap` units.") in rows
+    assert registry.listing("llm") == [r for r in rows if r[0] == "llm"]
+    with pytest.raises(KeyError, match="no config group 'nope'"):
+        registry.choices("nope")
+
+
+def test_compose_and_llm_overrides():
+    cfg = registry.compose(registry.llm_overrides("openai", ["model=Qwen/Qwen3-8B", "batch_size=3"]))
+    assert cfg.llm._target_.endswith("OpenAILLM") and cfg.llm.model == "Qwen/Qwen3-8B" and cfg.llm.batch_size == 3
+    assert cfg.tracking.uri and cfg.cache.dir
+
+
+def test_chunkers_needing_an_llm():
+    needs = {n for n in registry.choices("chunker") if registry.needs_llm(n)}
+    assert {"lumber", "hichunk", "logits_guided", "lgmgc", "multi_view_llm"} <= needs  # lgmgc via its defaults
+    assert not needs & {"fixed", "multi_view", "semantic_breakpoint", "structure_tree"}
+
+
+def test_context_pairings_exist_and_match_the_configs():
+    chunkers, contexts = set(registry.choices("chunker")), set(registry.choices("context"))
+    assert set(registry.CONTEXT_FOR) <= chunkers and set(registry.CONTEXT_FOR.values()) <= contexts
+    said = {}  # what each chunker config's prose says: "Pair with context=X", "pair it with context=X"
+    for name in chunkers:
+        comments = " ".join(line.lstrip("#") for line in (CONFIGS / "chunker" / f"{name}.yaml").read_text().splitlines()
+                            if line.startswith("#"))
+        if m := re.search(r"pair (?:it )?with\s+context=(\w+)", comments, re.IGNORECASE):
+            said[name] = m.group(1)
+    assert said == registry.CONTEXT_FOR
