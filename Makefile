@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast clean-cache mlflow-ui wordnet setup-vllm test-vllm setup-gpu
+.PHONY: setup run test test-fast reproduce-tables clean-cache mlflow-ui wordnet setup-vllm test-vllm setup-gpu
 
 setup: $(STAMP)
 
@@ -65,6 +65,14 @@ test: setup
 # The edit loop: everything but the end-to-end runs (marked `slow`); `make test` runs them too.
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# The papers' tables (configs/tables/<paper>/<table>.yaml): run every grid through the pipeline,
+# cache and MLflow, then render results/<paper>/<table>.{md,csv,tex} from the record.
+# A subset: TABLES=hichunk/table3,lgmgc/*; SCALE=full on a cluster with the papers' data and models.
+TABLES ?= all
+SCALE ?= smoke
+reproduce-tables: setup
+	$(BIN)/python -m harness.cli tables reproduce --tables "$(TABLES)" --scale $(SCALE)
 
 mlflow-ui: setup
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns.db

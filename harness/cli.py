@@ -4,6 +4,7 @@
     python -m harness.cli compare RUN_A RUN_B [--metric M]... [--uri URI]
     python -m harness.cli judge RUN_A RUN_B [--llm-config CHOICE] [--set KEY=VALUE]... [--cache DIR] [--out FILE]
     python -m harness.cli ls [GROUP]
+    python -m harness.cli tables {validate,run,render,reproduce} [--tables hichunk/table3,lgmgc/*] [--scale smoke]
 
 Every subcommand reads one config, ``configs/config.yaml`` composed by Hydra as a run
 composes it: the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache
@@ -85,6 +86,27 @@ def build_llm(cfg, choice: str):
     return llm  # with the config's `cache: ${cache}`: every judge call goes through the LLM-call cache
 
 
+def tables(args: argparse.Namespace, cfg) -> None:
+    """The papers' tables: validate the table files, run their grids, render from the record."""
+    from harness.report.tables import grid, render, spec
+
+    specs = spec.select(args.tables)
+    if args.action in ("validate", "reproduce"):
+        for s in specs:
+            grid.validate(s, args.scale)
+        print(f"{len(specs)} table file(s) valid at {args.scale} scale: {', '.join(s.id for s in specs)}")
+    if args.action in ("run", "reproduce"):
+        for s in specs:
+            grid.run_table(s, args.scale, [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])])
+    if args.action in ("render", "reproduce"):
+        uri = tracking_uri(args, cfg)
+        built = [render.build(s, uri, args.scale) for s in specs]
+        for t in built:
+            render.write(t)
+            print(f"[{t.spec.id}] {t.filled}/{len(t.cells)} cells -> results/{t.spec.id}.md (.csv, .tex)")
+        print(f"index -> {render.index([render.build(s, uri, args.scale) for s in spec.all_specs()]).relative_to(spec.REPO)}")
+
+
 def tracking_uri(args: argparse.Namespace, cfg) -> str:
     uri = args.uri or cfg.tracking.uri
     if not uri:
@@ -102,7 +124,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m harness.cli", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{table,compare,judge,ls}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{table,compare,judge,ls,tables}")
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--uri", default=None, help="MLflow tracking URI (default: the config's tracking.uri)")
     two_runs = argparse.ArgumentParser(add_help=False, parents=[store])
@@ -139,6 +161,13 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ls", help="every choice of every config group, with its description")
     p.add_argument("group", nargs="?", help="one group only, e.g. chunker")
     p.set_defaults(run=ls)
+
+    p = sub.add_parser("tables", parents=[store], help="the papers' tables: validate, run, render (make reproduce-tables)")
+    p.add_argument("action", choices=("validate", "run", "render", "reproduce"))
+    p.add_argument("--tables", default="all", help="comma-separated globs over table ids, e.g. hichunk/table3,lgmgc/*")
+    p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
+    p.add_argument("--set", action="append", default=[], metavar="OVERRIDE", help="a Hydra override for every run")
+    p.set_defaults(run=tables)
     return ap
 
 

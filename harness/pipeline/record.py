@@ -93,8 +93,9 @@ def store_lock(uri: str):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def log_run(cfg: DictConfig, result: RunResult, run_name: str) -> str:
-    """Record ``result`` in MLflow; returns the run id."""
+def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, str] | None = None) -> str:
+    """Record ``result`` in MLflow; returns the run id. ``tags``: extra tags (a paper table's
+    grid point, so the table renders from the record)."""
     import mlflow
 
     uri = cfg.tracking.uri
@@ -112,7 +113,7 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str) -> str:
             metrics.update({f"stage_seconds/{k}": v for k, v in result.stage_seconds.items()})
             mlflow.log_metrics(metrics)
             tags = {"scale": cfg.scale, "experiment": cfg.experiment_name, "device": device(),
-                    "package_versions": json.dumps(package_versions()), **git_state()}
+                    "package_versions": json.dumps(package_versions()), **git_state(), **(tags or {})}
             tags.update({f"stage/{k}": v for k, v in result.stages.items()})
             tags.update({f"cache/{k}": f"{v['hits']} hits, {v['misses']} misses"
                          for k, v in result.cache_counts.items()})
@@ -122,3 +123,21 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str) -> str:
             mlflow.log_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_query),
                             "per_query.jsonl")
             return run.info.run_id
+
+
+def log_failure(cfg: DictConfig, run_name: str, error: str, tags: dict[str, str] | None = None) -> str:
+    """Record a run that could not be computed (status FAILED, its one-line reason as the tag
+    ``error``), so a table renders why a cell is empty instead of leaving it blank."""
+    import mlflow
+
+    uri = cfg.tracking.uri
+    with store_lock(uri):
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_experiment(cfg.experiment_name)
+        run = mlflow.start_run(run_name=run_name)
+        try:
+            mlflow.set_tags({"scale": cfg.scale, "experiment": cfg.experiment_name, "error": error[:4000],
+                             **git_state(), **(tags or {})})
+        finally:
+            mlflow.end_run(status="FAILED")
+        return run.info.run_id

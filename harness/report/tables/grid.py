@@ -1,0 +1,103 @@
+"""Running a paper table's grid: every grid point through the normal pipeline, cache and MLflow.
+
+Each table is one MLflow experiment (``tables/<paper>/<table>``); each run is tagged with its
+grid point (``table.run`` = ``row|group[|param=value]``), so :mod:`harness.report.tables.render`
+finds it again in the record, also after a cluster sweep filled the record elsewhere. A point
+that cannot be computed (skipped at this scale, data not available) is recorded as a FAILED
+run with its reason, and the rendered cell prints that reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from harness.report import registry
+from harness.report.tables.spec import GridRun, TableSpec
+from harness.types import ConfigError, DataError
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run: GridRun
+    status: str          # "finished" | "failed" | "skipped"
+    seconds: float
+    note: str = ""
+
+
+def compose(spec: TableSpec, point: GridRun, scale: str, extra: Sequence[str] = ()):
+    return registry.compose([*point.overrides, f"scale={scale}", f"experiment_name={spec.experiment}", *extra])
+
+
+def tags(spec: TableSpec, point: GridRun, scale: str) -> dict[str, str]:
+    return {"table": spec.id, "table.run": point.key, "table.row": point.row, "table.group": point.group,
+            "table.scale": scale}
+
+
+def paper_numbers(spec: TableSpec) -> dict[tuple[str, str], float | None]:
+    """The paper's values by (row, column); None where the paper prints none ("-")."""
+    if not spec.numbers.is_file():
+        raise ConfigError(f"table {spec.id}: the paper's numbers file {spec.numbers} does not exist")
+    lines = [ln for ln in spec.numbers.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    out = {}
+    for i, row in enumerate(csv.DictReader(lines), 2):
+        if set(row) != {"row", "column", "value"}:
+            raise ConfigError(f"{spec.numbers}: columns must be row,column,value (line {i})")
+        value = row["value"].strip()
+        out[(row["row"], row["column"])] = None if value in ("", "-") else float(value)
+    return out
+
+
+def validate(spec: TableSpec, scale: str) -> None:
+    """Fails (ConfigError naming the table and grid point) on an unknown config, choice or
+    parameter, and on paper numbers whose keys are not in the layout; builds no model."""
+    from harness.pipeline.components import build_components
+
+    rows, columns = {r.key for r in spec.rows}, {c for c, *_ in spec.columns()}
+    for (row, column) in paper_numbers(spec):
+        if row not in rows or column not in columns:
+            raise ConfigError(f"table {spec.id}: {spec.numbers.name} has ({row}, {column}), not in the layout")
+    seen = set()
+    for point in spec.runs(scale):
+        if point.skip or point.overrides in seen:
+            continue
+        seen.add(point.overrides)
+        try:
+            build_components(compose(spec, point, scale, ["tracking=none"]))
+        except ConfigError as e:
+            raise ConfigError(f"table {spec.id}, {point.key}: {e}") from e
+        except Exception as e:  # Hydra's composition errors: unknown choice or key
+            raise ConfigError(f"table {spec.id}, {point.key}: {type(e).__name__}: {e}") from e
+
+
+def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Callable[[str], None] = print
+              ) -> list[Outcome]:
+    """Every grid point of ``spec`` at ``scale``, recorded in MLflow; one progress line each."""
+    from harness.pipeline.record import log_failure, log_run
+    from harness.pipeline.runner import Pipeline
+
+    points = spec.runs(scale)
+    outcomes = []
+    for i, point in enumerate(points, 1):
+        cfg = compose(spec, point, scale, extra)
+        t0 = time.perf_counter()
+        if point.skip:
+            log_failure(cfg, point.key, f"not run at {scale} scale: {point.skip}", tags(spec, point, scale))
+            outcome = Outcome(point, "skipped", 0.0, point.skip)
+        else:
+            try:
+                result = Pipeline(cfg, log=lambda *_: None).run()
+            except (ConfigError, DataError) as e:
+                log_failure(cfg, point.key, str(e), tags(spec, point, scale))
+                outcome = Outcome(point, "failed", time.perf_counter() - t0, str(e))
+            else:
+                log_run(cfg, result, point.key, tags(spec, point, scale))
+                cached = sum(v == "cached" for v in result.stages.values())
+                outcome = Outcome(point, "finished", time.perf_counter() - t0,
+                                  f"{cached}/{len(result.stages)} stages cached")
+        outcomes.append(outcome)
+        log(f"[{spec.id}] {i}/{len(points)} {point.key}: {outcome.status} in {outcome.seconds:.1f}s"
+            + (f" ({outcome.note.splitlines()[0][:160]})" if outcome.note else ""))
+    return outcomes

@@ -1,0 +1,218 @@
+"""Rendering a paper table from the MLflow record: ``results/<paper>/<table>.{md,csv,tex}``.
+
+Each cell is ours (with its bootstrap 95% interval when the metric is a mean over queries or
+documents, or the standard deviation over a row's sweep, e.g. LGMGC's chunk sizes) beside the
+paper's value and the difference. Nothing is read from memory: the latest run of every grid
+point is looked up by its ``table.run`` tag, so a table can be re-rendered from a tracking
+server after a cluster sweep. A cell without a value says why (skipped at this scale, data not
+available, not run yet).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.report.tables.grid import paper_numbers
+from harness.report.tables.spec import REPO, Axis, Metric, TableSpec
+
+RESULTS = REPO / "results"
+MODEL_NAMES = {"embedder": "bundled all-MiniLM-L6-v2", "llm": "bundled SmolLM2-135M-Instruct"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    ours: float | None
+    low: float | None = None
+    high: float | None = None
+    std: float | None = None
+    n_runs: int = 0
+    paper: float | None = None
+    note: str = ""
+
+    @property
+    def diff(self) -> float | None:
+        return None if self.ours is None or self.paper is None else self.ours - self.paper
+
+
+def latest_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, object]:
+    """The latest MLflow run of every grid point of ``spec`` at ``scale``."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(spec.experiment)
+    if exp is None:
+        return {}
+    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`table.scale` = '{scale}'",
+                              order_by=["attributes.start_time DESC"], max_results=10000)
+    out: dict[str, object] = {}
+    for r in runs:
+        out.setdefault(r.data.tags.get("table.run", ""), r)
+    return out
+
+
+def cell(spec: TableSpec, scale: str, row: Axis, group: Axis, metric: Metric, runs: dict, paper) -> Cell:
+    points = [p for p in spec.runs(scale) if p.row == row.key and p.group == group.key]
+    records = [runs.get(p.key) for p in points]
+    if any(r is None for r in records):
+        return Cell(None, paper=paper, note="not run yet")
+    failed = [r for r in records if r.info.status != "FINISHED"]
+    if failed:
+        return Cell(None, paper=paper, note=failed[0].data.tags.get("error", "failed").splitlines()[0])
+    values = [r.data.metrics.get(metric.metric) for r in records]
+    if any(v is None for v in values):
+        return Cell(None, paper=paper, note=f"{metric.metric} not recorded")
+    f = metric.factor
+    if len(values) == 1:
+        m = records[0].data.metrics
+        low, high = m.get(f"{metric.metric}/ci95_low"), m.get(f"{metric.metric}/ci95_high")
+        return Cell(values[0] * f, None if low is None else low * f, None if high is None else high * f,
+                    n_runs=1, paper=paper)
+    return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
+
+
+def fmt(x: float | None, digits: int) -> str:
+    return "" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def ours_text(c: Cell, digits: int) -> str:
+    if c.ours is None:
+        return f"n/a ({c.note})"
+    text = fmt(c.ours, digits)
+    if c.low is not None and c.high is not None:
+        text += f" [{fmt(c.low, digits)}, {fmt(c.high, digits)}]"
+    if c.std is not None:
+        text += f" ± {fmt(c.std, digits)}"
+    return text
+
+
+def models_used(runs: dict) -> list[str]:
+    """The models the table's runs used, from their recorded params (component.model keys)."""
+    found = set()
+    for r in runs.values():
+        for k, v in r.data.params.items():
+            m = re.search(r"\.(embedder|llm)\.model$", k)
+            if m:
+                found.add(f"{m.group(1)}: {MODEL_NAMES[m.group(1)] if v == 'bundled' else v}")
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    spec: TableSpec
+    scale: str
+    cells: dict[tuple[str, str], Cell]
+    models: list[str]
+    wall_seconds: float
+    cache_note: str
+
+    @property
+    def filled(self) -> int:
+        return sum(c.ours is not None for c in self.cells.values())
+
+
+def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
+    runs = latest_runs(spec, uri, scale)
+    numbers = paper_numbers(spec)
+    cells = {(row.key, col): cell(spec, scale, row, group, metric, runs, numbers.get((row.key, col)))
+             for row in spec.rows for col, _, group, metric in spec.columns()}
+    wall = sum(v for r in runs.values() for k, v in r.data.metrics.items() if k.startswith("stage_seconds/"))
+    stages = [v for r in runs.values() for k, v in r.data.tags.items() if k.startswith("stage/")]
+    cache_note = f"{stages.count('cached')}/{len(stages)} stages from cache" if stages else "no run recorded"
+    return Rendered(spec, scale, cells, models_used(runs), wall, cache_note)
+
+
+def caption(t: Rendered) -> list[str]:
+    s, at = t.spec, t.spec.scales.get(t.scale, {})
+    lines = [f"Source: {s.source}. Scale: **{t.scale}**."]
+    stand_ins = s.stand_ins(t.scale)
+    if stand_ins:
+        lines.append("Stand-in data at this scale: " + "; ".join(stand_ins) + ".")
+    if at.get("shared"):
+        lines.append("Caps and settings at this scale: " + ", ".join(f"`{o}`" for o in at["shared"]) + ".")
+    if t.models:
+        lines.append("Models: " + "; ".join(t.models) + ".")
+    if s.note:
+        lines.append(s.note)
+    lines.append("Each cell: ours [bootstrap 95% interval] (± std over the row's sweep), the paper's value, "
+                 "and ours − paper.")
+    return lines
+
+
+def markdown(t: Rendered) -> str:
+    s = t.spec
+    cols = s.columns()
+    head = "| " + " | ".join(["", *(f"{s.label(g, 'groups', t.scale)} {m.label}".strip() for _, _, g, m in cols)]) + " |"
+    out = [f"# {s.id}: {s.title}", "", *caption(t), "", head, "|" + "---|" * (len(cols) + 1)]
+    for row in s.rows:
+        cells = []
+        for col, _, _, m in cols:
+            c = t.cells[(row.key, col)]
+            text = ours_text(c, m.digits)
+            if c.paper is not None:
+                text += f"<br>paper {fmt(c.paper, m.digits)}" + (f", Δ {c.diff:+.{m.digits}f}" if c.diff is not None else "")
+            cells.append(text)
+        out.append(f"| {s.label(row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def csv_text(t: Rendered) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["row", "column", "ours", "ci95_low", "ci95_high", "std", "n_runs", "paper", "diff", "note"])
+    for row in t.spec.rows:
+        for col, _, _, m in t.spec.columns():
+            c = t.cells[(row.key, col)]
+            w.writerow([row.key, col, *(fmt(x, 6) for x in (c.ours, c.low, c.high, c.std)), c.n_runs,
+                        fmt(c.paper, 6), fmt(c.diff, 6), c.note])
+    return buf.getvalue()
+
+
+def latex(t: Rendered) -> str:
+    def esc(x: str) -> str:
+        return re.sub(r"([&%$#_{}])", r"\\\1", x)
+
+    cols = t.spec.columns()
+    lines = [r"\begin{tabular}{l" + "c" * len(cols) + "}", r"\toprule",
+             " & ".join(["", *(esc(f"{t.spec.label(g, 'groups', t.scale)} {m.label}") for _, _, g, m in cols)]) + r" \\",
+             r"\midrule"]
+    for row in t.spec.rows:
+        cells = []
+        for col, _, _, m in cols:
+            c = t.cells[(row.key, col)]
+            ours = fmt(c.ours, m.digits) or "--"
+            cells.append(ours + (f" ({fmt(c.paper, m.digits)})" if c.paper is not None else ""))
+        lines.append(" & ".join([esc(t.spec.label(row, "rows", t.scale)), *cells]) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}",
+              "% " + esc(f"{t.spec.id} at {t.scale} scale: ours (paper). ") + " ".join(caption(t))]
+    return "\n".join(lines) + "\n"
+
+
+def write(t: Rendered, out: Path = RESULTS) -> list[Path]:
+    base = out / t.spec.id
+    base.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for suffix, text in ((".md", markdown(t)), (".csv", csv_text(t)), (".tex", latex(t))):
+        path = base.with_suffix(suffix)
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def index(rendered: list[Rendered], out: Path = RESULTS) -> Path:
+    """``results/tables.md``: every rendered table, its scale, cells filled and where its time went."""
+    lines = ["# Paper tables", "", "Generated by `make reproduce-tables` from the MLflow record; do not edit.", "",
+             "| table | title | scale | cells filled | stand-ins | wall time of its runs | cache |",
+             "|---|---|---|---|---|---|---|"]
+    for t in rendered:
+        stand = "; ".join(t.spec.stand_ins(t.scale)) or "none"
+        lines.append(f"| [{t.spec.id}]({t.spec.id}.md) | {t.spec.title} | {t.scale} | {t.filled}/{len(t.cells)} | "
+                     f"{stand} | {t.wall_seconds:.0f} s | {t.cache_note} |")
+    path = out / "tables.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

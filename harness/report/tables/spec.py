@@ -1,0 +1,181 @@
+"""A paper table as data: ``configs/tables/<paper>/<table>.yaml``.
+
+A table is a grid of runs: every row (a method, or a dataset) crossed with every column group
+(a dataset, or a method), each a list of Hydra overrides on top of the table's ``shared`` ones;
+a row may also ``sweep`` a parameter (LGMGC's chunk sizes), and its cells are then the mean and
+standard deviation over the sweep's runs. Inside a group, one column per entry of ``metrics``
+(the run's metric, an optional ``factor``, e.g. 100 for percentages). ``numbers`` is the CSV of
+the paper's published values (``row,column,value``, columns named ``<group>/<metric key>``).
+
+``scale`` maps each scale to what changes there. For a row or a group, ``overrides`` replace the
+axis's own (a stand-in for a paper dataset that is not bundled; its ``label`` is shown in the
+rendered header) and ``add`` appends to them (e.g. a reply budget the bundled model needs);
+``shared`` caps documents and questions for every run, and ``skip`` names a row or a
+``row/group`` cell that is not run at that scale, with the reason the rendered table prints.
+
+    title: ...            source: ...          numbers: results/papers/<paper>/<table>.csv
+    shared: [overrides]   rows: {key: {label, overrides, sweep: {param: [values]}}}
+    groups: {key: {label, overrides}}          metrics: {key: {metric, label, factor, digits}}
+    scale: {smoke: {shared, rows|groups: {key: {label, overrides, add}}, skip: {key: why}}}
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from harness.types import ConfigError
+
+REPO = Path(__file__).resolve().parents[3]
+TABLES = REPO / "configs" / "tables"
+SCALES = ("smoke", "full")
+KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    key: str
+    label: str
+    overrides: tuple[str, ...]
+    sweep: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    metric: str
+    label: str
+    factor: float = 1.0
+    digits: int = 4
+
+
+@dataclass(frozen=True)
+class GridRun:
+    """One run of a table's grid: ``key`` = ``row|group`` (``|param=value`` for a sweep point)."""
+
+    key: str
+    row: str
+    group: str
+    overrides: tuple[str, ...]
+    skip: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    id: str                       # "<paper>/<table>"
+    title: str
+    source: str
+    numbers: Path
+    note: str
+    shared: tuple[str, ...]
+    rows: tuple[Axis, ...]
+    groups: tuple[Axis, ...]
+    metrics: tuple[Metric, ...]
+    scales: dict[str, dict[str, Any]]
+
+    @property
+    def paper(self) -> str:
+        return self.id.split("/")[0]
+
+    @property
+    def experiment(self) -> str:
+        return f"tables/{self.id}"
+
+    def columns(self) -> list[tuple[str, str, Axis, Metric]]:
+        """(column key, label, group, metric) in layout order."""
+        return [(f"{g.key}/{m.key}", f"{g.label} {m.label}".strip(), g, m) for g in self.groups for m in self.metrics]
+
+    def at(self, scale: str, kind: str, key: str) -> dict[str, Any]:
+        """What ``scale`` changes for the row or group ``key`` (``kind``: rows | groups)."""
+        return (self.scales.get(scale, {}).get(kind) or {}).get(key) or {}
+
+    def label(self, axis: Axis, kind: str, scale: str) -> str:
+        """The axis label, with its stand-in at this scale ("Qasper → OHR-Bench paper ...")."""
+        stand_in = self.at(scale, kind, axis.key).get("label")
+        return f"{axis.label} → {stand_in}" if stand_in else axis.label
+
+    def stand_ins(self, scale: str) -> list[str]:
+        return [self.label(a, kind, scale) for kind, axes in (("rows", self.rows), ("groups", self.groups))
+                for a in axes if self.at(scale, kind, a.key).get("label")]
+
+    def overrides(self, axis: Axis, kind: str, scale: str) -> tuple[str, ...]:
+        at = self.at(scale, kind, axis.key)
+        return (*at.get("overrides", axis.overrides), *at.get("add", ()))
+
+    def runs(self, scale: str) -> list[GridRun]:
+        at = self.scales.get(scale, {})
+        out = []
+        for row, group in itertools.product(self.rows, self.groups):
+            skip = (at.get("skip") or {}).get(f"{row.key}/{group.key}") or (at.get("skip") or {}).get(row.key)
+            base = (*self.shared, *at.get("shared", ()), *self.overrides(row, "rows", scale),
+                    *self.overrides(group, "groups", scale))
+            names = [name for name, _ in row.sweep]
+            for values in itertools.product(*(vals for _, vals in row.sweep)) if row.sweep else [()]:
+                point = tuple(f"{n}={v}" for n, v in zip(names, values))
+                key = "|".join((row.key, group.key, *point))
+                out.append(GridRun(key, row.key, group.key, (*base, *point), skip))
+        return out
+
+
+def _overrides(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: must be a list of Hydra overrides (strings), got {value!r}")
+    return tuple(value)
+
+
+def _axes(node: Any, where: str) -> tuple[Axis, ...]:
+    if not isinstance(node, dict) or not node:
+        raise ConfigError(f"{where}: must map keys to {{label, overrides}}, got {node!r}")
+    out = []
+    for key, spec in node.items():
+        spec = spec or {}
+        sweep = tuple((str(p), tuple(v)) for p, v in (spec.get("sweep") or {}).items())
+        out.append(Axis(str(key), str(spec.get("label", key)), _overrides(spec.get("overrides"), f"{where}.{key}"), sweep))
+    return tuple(out)
+
+
+def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
+    """A table file, checked for its shape (names are checked by ``grid.validate``); its id is its
+    path under ``root`` without the suffix (``hichunk/table3``)."""
+    table_id = path.relative_to(root).with_suffix("").as_posix()
+    raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    where = f"table {table_id}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: not a mapping")
+    unknown = set(raw) - KEYS
+    missing = {"title", "source", "numbers", "rows", "groups", "metrics"} - set(raw)
+    if unknown or missing:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
+    metrics = tuple(Metric(str(k), str(v["metric"]), str(v.get("label", k)), float(v.get("factor", 1.0)),
+                           int(v.get("digits", 4)))
+                    for k, v in raw["metrics"].items())
+    scales = raw.get("scale") or {}
+    if set(scales) - set(SCALES):
+        raise ConfigError(f"{where}.scale: scales are {', '.join(SCALES)}, got {sorted(scales)}")
+    return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
+                     _overrides(raw.get("shared"), f"{where}.shared"), _axes(raw["rows"], f"{where}.rows"),
+                     _axes(raw["groups"], f"{where}.groups"), metrics, scales)
+
+
+def all_specs() -> list[TableSpec]:
+    return [load_spec(p) for p in sorted(TABLES.rglob("*.yaml"))]
+
+
+def select(pattern: str | None) -> list[TableSpec]:
+    """Tables matching ``pattern`` (comma-separated globs over ids, e.g. ``hichunk/table3,lgmgc/*``)."""
+    specs = all_specs()
+    if not pattern or pattern == "all":
+        return specs
+    globs = [p.strip() for p in pattern.split(",") if p.strip()]
+    chosen = [s for s in specs if any(fnmatch.fnmatch(s.id, g) for g in globs)]
+    unmatched = [g for g in globs if not any(fnmatch.fnmatch(s.id, g) for s in specs)]
+    if unmatched:
+        raise ConfigError(f"no table matches {', '.join(unmatched)} (tables: {', '.join(s.id for s in specs)})")
+    return chosen
