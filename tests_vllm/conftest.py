@@ -5,11 +5,13 @@ Run with `make test-vllm` (builds .venv-vllm on first use). These tests are not 
 """
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -61,11 +63,39 @@ def server(model_dir):
             proc.kill()
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (read from /proc: the engine's core and worker processes)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """Leave without running native destructors: the in-process vLLM CPU engine keeps threads that
-    can abort the interpreter at exit ("terminate called without an active exception", exit 134)
-    after every test passed and the summary was printed. The exit status is pytest's own."""
+    """Stop the engine's processes, then leave without running native destructors: the in-process
+    vLLM CPU engine keeps threads that can abort the interpreter at exit ("terminate called without
+    an active exception", exit 134) after every test passed and the summary was printed. The exit
+    status is pytest's own."""
+    procs = _descendants(os.getpid())
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in procs:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + 10
+        while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in procs):
+            time.sleep(0.2)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(getattr(config, "_chunkbench_exitstatus", 0))

@@ -95,11 +95,12 @@ def test_a_table_runs_records_and_renders_from_mlflow(tmp_path):
     assert sentence.diff == pytest.approx(sentence.ours - 50.0)
     fixed = rendered.cells[("fixed", "paper_data/erec")]
     assert fixed.n_runs == 2 and fixed.std is not None and fixed.paper is None
-    assert rendered.cells[("skipped", "paper_data/erec")].note == "not run at smoke scale: too slow here"
+    assert rendered.cells[("skipped", "paper_data/erec")].note == "not run at smoke scale"
     paths = render.write(rendered, tmp_path / "results")
     md, table_csv, tex = (p.read_text() for p in paths)
-    assert "PaperSet → bundled news ERec" in md and "Scale: **smoke**" in md
-    assert "n/a (not run at smoke scale: too slow here)" in md and "paper 50.0, Δ" in md
+    assert "| PaperSet* ERec |" in md and "Stand-in data at this scale: PaperSet → bundled news." in md
+    assert "Scale: **smoke**" in md and "Not run at this scale, Skipped: too slow here." in md
+    assert "n/a (not run at smoke scale)" in md and "paper 50.0, Δ" in md
     assert "bundled all-MiniLM-L6-v2" not in md  # bm25: no model was used
     rows = list(csv.DictReader(io.StringIO(table_csv)))
     assert [r["row"] for r in rows] == ["fixed", "sentence", "skipped"] and rows[1]["paper"] == "50.000000"

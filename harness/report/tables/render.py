@@ -40,8 +40,12 @@ class Cell:
         return None if self.ours is None or self.paper is None else self.ours - self.paper
 
 
-def latest_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, object]:
-    """The latest MLflow run of every grid point of ``spec`` at ``scale``."""
+def run_seconds(run) -> float:
+    return sum(v for k, v in run.data.metrics.items() if k.startswith("stage_seconds/"))
+
+
+def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
+    """Every MLflow run of each grid point of ``spec`` at ``scale``, latest first."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -50,9 +54,9 @@ def latest_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, object]:
         return {}
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`table.scale` = '{scale}'",
                               order_by=["attributes.start_time DESC"], max_results=10000)
-    out: dict[str, object] = {}
+    out: dict[str, list] = {}
     for r in runs:
-        out.setdefault(r.data.tags.get("table.run", ""), r)
+        out.setdefault(r.data.tags.get("table.run", ""), []).append(r)
     return out
 
 
@@ -63,10 +67,12 @@ def cell(spec: TableSpec, scale: str, row: Axis, group: Axis, metric: Metric, ru
         return Cell(None, paper=paper, note="not run yet")
     failed = [r for r in records if r.info.status != "FINISHED"]
     if failed:
-        return Cell(None, paper=paper, note=failed[0].data.tags.get("error", "failed").splitlines()[0])
+        error = failed[0].data.tags.get("error", "failed").splitlines()[0]
+        # the reason a cell was skipped is printed once, in the caption
+        return Cell(None, paper=paper, note=f"not run at {scale} scale" if error.startswith("not run at") else error)
     values = [r.data.metrics.get(metric.metric) for r in records]
-    if any(v is None for v in values):
-        return Cell(None, paper=paper, note=f"{metric.metric} not recorded")
+    if any(v is None for v in values):  # NaN is not recorded: no query or document had anything to score
+        return Cell(None, paper=paper, note="nothing to score in this data")
     f = metric.factor
     if len(values) == 1:
         m = records[0].data.metrics
@@ -108,7 +114,7 @@ class Rendered:
     scale: str
     cells: dict[tuple[str, str], Cell]
     models: list[str]
-    wall_seconds: float
+    cold_seconds: float
     cache_note: str
 
     @property
@@ -117,14 +123,16 @@ class Rendered:
 
 
 def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
-    runs = latest_runs(spec, uri, scale)
+    recorded = recorded_runs(spec, uri, scale)
+    runs = {key: rs[0] for key, rs in recorded.items()}
     numbers = paper_numbers(spec)
     cells = {(row.key, col): cell(spec, scale, row, group, metric, runs, numbers.get((row.key, col)))
              for row in spec.rows for col, _, group, metric in spec.columns()}
-    wall = sum(v for r in runs.values() for k, v in r.data.metrics.items() if k.startswith("stage_seconds/"))
+    # what the grid cost to compute: per grid point its most expensive recorded run (the cold one)
+    cold = sum(max(run_seconds(r) for r in rs) for rs in recorded.values())
     stages = [v for r in runs.values() for k, v in r.data.tags.items() if k.startswith("stage/")]
     cache_note = f"{stages.count('cached')}/{len(stages)} stages from cache" if stages else "no run recorded"
-    return Rendered(spec, scale, cells, models_used(runs), wall, cache_note)
+    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note)
 
 
 def caption(t: Rendered) -> list[str]:
@@ -132,7 +140,10 @@ def caption(t: Rendered) -> list[str]:
     lines = [f"Source: {s.source}. Scale: **{t.scale}**."]
     stand_ins = s.stand_ins(t.scale)
     if stand_ins:
-        lines.append("Stand-in data at this scale: " + "; ".join(stand_ins) + ".")
+        lines.append("\\* Stand-in data at this scale: " + "; ".join(stand_ins) + ".")
+    labels = {a.key: a.label for a in (*s.rows, *s.groups)}
+    for key, why in (at.get("skip") or {}).items():
+        lines.append(f"Not run at this scale, {' / '.join(labels.get(k, k) for k in key.split('/'))}: {why}.")
     if at.get("shared"):
         lines.append("Caps and settings at this scale: " + ", ".join(f"`{o}`" for o in at["shared"]) + ".")
     if t.models:
@@ -144,10 +155,15 @@ def caption(t: Rendered) -> list[str]:
     return lines
 
 
+def short_label(s: TableSpec, axis: Axis, kind: str, scale: str) -> str:
+    """The axis label, starred when stand-in data replaces it at this scale (named in the caption)."""
+    return axis.label + ("*" if s.at(scale, kind, axis.key).get("label") else "")
+
+
 def markdown(t: Rendered) -> str:
     s = t.spec
     cols = s.columns()
-    head = "| " + " | ".join(["", *(f"{s.label(g, 'groups', t.scale)} {m.label}".strip() for _, _, g, m in cols)]) + " |"
+    head = "| " + " | ".join(["", *(f"{short_label(s, g, 'groups', t.scale)} {m.label}".strip() for _, _, g, m in cols)]) + " |"
     out = [f"# {s.id}: {s.title}", "", *caption(t), "", head, "|" + "---|" * (len(cols) + 1)]
     for row in s.rows:
         cells = []
@@ -157,7 +173,7 @@ def markdown(t: Rendered) -> str:
             if c.paper is not None:
                 text += f"<br>paper {fmt(c.paper, m.digits)}" + (f", Δ {c.diff:+.{m.digits}f}" if c.diff is not None else "")
             cells.append(text)
-        out.append(f"| {s.label(row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
+        out.append(f"| {short_label(s, row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -179,7 +195,7 @@ def latex(t: Rendered) -> str:
 
     cols = t.spec.columns()
     lines = [r"\begin{tabular}{l" + "c" * len(cols) + "}", r"\toprule",
-             " & ".join(["", *(esc(f"{t.spec.label(g, 'groups', t.scale)} {m.label}") for _, _, g, m in cols)]) + r" \\",
+             " & ".join(["", *(esc(f"{short_label(t.spec, g, 'groups', t.scale)} {m.label}".strip()) for _, _, g, m in cols)]) + r" \\",
              r"\midrule"]
     for row in t.spec.rows:
         cells = []
@@ -187,7 +203,7 @@ def latex(t: Rendered) -> str:
             c = t.cells[(row.key, col)]
             ours = fmt(c.ours, m.digits) or "--"
             cells.append(ours + (f" ({fmt(c.paper, m.digits)})" if c.paper is not None else ""))
-        lines.append(" & ".join([esc(t.spec.label(row, "rows", t.scale)), *cells]) + r" \\")
+        lines.append(" & ".join([esc(short_label(t.spec, row, "rows", t.scale)), *cells]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}",
               "% " + esc(f"{t.spec.id} at {t.scale} scale: ours (paper). ") + " ".join(caption(t))]
     return "\n".join(lines) + "\n"
@@ -207,12 +223,12 @@ def write(t: Rendered, out: Path = RESULTS) -> list[Path]:
 def index(rendered: list[Rendered], out: Path = RESULTS) -> Path:
     """``results/tables.md``: every rendered table, its scale, cells filled and where its time went."""
     lines = ["# Paper tables", "", "Generated by `make reproduce-tables` from the MLflow record; do not edit.", "",
-             "| table | title | scale | cells filled | stand-ins | wall time of its runs | cache |",
+             "| table | title | scale | cells filled | stand-ins | compute time (cold) | last run |",
              "|---|---|---|---|---|---|---|"]
     for t in rendered:
         stand = "; ".join(t.spec.stand_ins(t.scale)) or "none"
         lines.append(f"| [{t.spec.id}]({t.spec.id}.md) | {t.spec.title} | {t.scale} | {t.filled}/{len(t.cells)} | "
-                     f"{stand} | {t.wall_seconds:.0f} s | {t.cache_note} |")
+                     f"{stand} | {t.cold_seconds:.0f} s | {t.cache_note} |")
     path = out / "tables.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
