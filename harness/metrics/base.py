@@ -37,11 +37,6 @@ class QueryEval:
     chunks_by_id: Mapping[str, Chunk]
     documents: Mapping[str, Document]
 
-    def ranked_chunks(self, k: int | None = None) -> list[Chunk]:
-        """The retriever's raw ranking (views and hierarchy unresolved), the first ``k``."""
-        ids = [cid for cid, _ in self.retrieved.ranked]
-        return [self.chunks_by_id[c] for c in (ids if k is None else ids[:k])]
-
     def ranked(self, k: int | None = None) -> list[Chunk]:
         """The resolved ranking the context was built from (content chunks, the context's
         ``expand`` applied, contained chunks skipped), the first ``k``."""
