@@ -67,12 +67,15 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 # The papers' tables (configs/tables/<paper>/<table>.yaml): run every grid through the pipeline,
-# cache and MLflow, then render results/<paper>/<table>.{md,csv,tex} from the record.
-# A subset: TABLES=hichunk/table3,lgmgc/*; SCALE=full on a cluster with the papers' data and models.
+# cache and MLflow, then render results/<paper>/<table>.{md,csv,tex,png}, the quality-vs-cost
+# plots and the index results/README.md from the record.
+# A subset: TABLES=hichunk/table3,lgmgc/*; SCALE=full on a cluster with the papers' data and models;
+# TABLES_ARGS="--uri URI --out DIR --set cache.dir=DIR" for another store, output or cache.
 TABLES ?= all
 SCALE ?= smoke
+TABLES_ARGS ?=
 reproduce-tables: setup
-	$(BIN)/python -m harness.cli tables reproduce --tables "$(TABLES)" --scale $(SCALE)
+	$(BIN)/python -m harness.cli tables reproduce --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
 
 mlflow-ui: setup
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns.db

@@ -7,7 +7,7 @@ and report tools can re-aggregate recorded rows with it.
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -69,6 +69,15 @@ _ROW_FIELDS = {"qid", "task", "question", "doc_ids", "n_evidence_spans", "contex
                "answer_prompt_tokens", "answer_seconds"}
 
 
+def summed(counts) -> dict[str, float]:
+    """Per-key sums of count dicts, zeros kept (a Counter sum would drop them)."""
+    out: dict[str, float] = {}
+    for c in counts:
+        for k, v in c.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
 def chunk_statistics(docs: list[Document], chunked: Mapping[str, DocChunks],
                      count: Callable[[str], int]) -> dict[str, float]:
     """Chunk count and size (characters and context units) and chunking seconds per document."""
@@ -87,6 +96,5 @@ def chunk_statistics(docs: list[Document], chunked: Mapping[str, DocChunks],
         "chunk_size_max": float(max(sizes)) if sizes else float("nan"),
         "chunk_chars_mean": mean(chars),
         "chunk_seconds_per_doc": mean([chunked[d.doc_id].seconds for d in docs]),
-        **{f"chunker_{k}": float(v) for k, v in sum(
-            (Counter(chunked[d.doc_id].counts) for d in docs), Counter()).items()},
+        **{f"chunker_{k}": float(v) for k, v in summed(chunked[d.doc_id].counts for d in docs).items()},
     }

@@ -88,7 +88,7 @@ def build_llm(cfg, choice: str):
 
 def tables(args: argparse.Namespace, cfg) -> None:
     """The papers' tables: validate the table files, run their grids, render from the record."""
-    from harness.report.tables import grid, render, spec
+    from harness.report.tables import grid, pareto, render, spec
 
     specs = spec.select(args.tables)
     if args.action in ("validate", "reproduce"):
@@ -99,15 +99,18 @@ def tables(args: argparse.Namespace, cfg) -> None:
         for s in specs:
             grid.run_table(s, args.scale, [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])])
     if args.action in ("render", "reproduce"):
-        uri = tracking_uri(args, cfg)
+        uri, out = tracking_uri(args, cfg), Path(args.out or render.RESULTS)
         built = [render.build(s, uri, args.scale) for s in specs]
         for t in built:
-            render.write(t)
-            print(f"[{t.spec.id}] {t.filled}/{len(t.cells)} cells -> results/{t.spec.id}.md (.csv, .tex)")
+            render.write(t, out)
+            print(f"[{t.spec.id}] {t.filled}/{len(t.cells)} cells -> {out / t.spec.id}.md (.csv, .tex"
+                  + (", .png)" if t.spec.is_figure else ")"))
         # the index lists every table; the ones just rendered are not read from the record again
         done = {t.spec.id: t for t in built}
         every = [done.get(s.id) or render.build(s, uri, args.scale) for s in spec.all_specs()]
-        print(f"index -> {render.index(every).relative_to(spec.REPO)}")
+        plots = pareto.write(uri, args.scale, out)
+        print(f"{len(plots)} quality-vs-cost plot(s) -> {out / 'pareto'}")
+        print(f"index -> {render.index(every, plots, out)}")
 
 
 def tracking_uri(args: argparse.Namespace, cfg) -> str:
@@ -170,6 +173,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tables", default="all", help="comma-separated globs over table ids, e.g. hichunk/table3,lgmgc/*")
     p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
     p.add_argument("--set", action="append", default=[], metavar="OVERRIDE", help="a Hydra override for every run")
+    p.add_argument("--out", default=None, help="where the rendered files go (default: the repository's results/)")
     p.set_defaults(run=tables)
     return ap
 

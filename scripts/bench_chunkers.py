@@ -2,7 +2,7 @@
 chunks per document, mean chunk size, chunking seconds per document, and the retrieval scores
 at that budget. The LLM chunkers: scripts/bench_llm_chunkers.py.
 
-    .venv/bin/python scripts/bench_chunkers.py [--out results/chunkers_ohrbench.md] [--only NAME,...]
+    .venv/bin/python scripts/bench_chunkers.py [--out FILE] [--only NAME,...]
         [hydra overrides...]
 
 The methods are the choices of the config group `chunker` (``harness.report.registry``), each

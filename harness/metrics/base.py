@@ -13,6 +13,10 @@ of all queries go out as one batch) and an ``aggregate(rows)`` for a run-level n
 is not a mean (corpus BLEU, a micro average); the default is none. Metrics that need a
 language model or an embedder take ``llm: ${llm}`` / ``embedder: ${embedder}`` in their
 config, as chunkers do.
+
+Each metric declares the keys it returns, ``keys()``, and those of its ``aggregate``,
+``aggregate_keys()``: a table file is checked against them before its runs start
+(:mod:`harness.metrics.keys`).
 """
 
 from __future__ import annotations
@@ -62,6 +66,14 @@ class QueryMetric(ABC):
         and ``gold_answers``); none by default."""
         return {}
 
+    def keys(self) -> set[str]:
+        """The keys of every row ``__call__`` returns (the same for every query)."""
+        raise NotImplementedError(f"{type(self).__name__} does not declare its keys")
+
+    def aggregate_keys(self) -> set[str]:
+        """The keys ``aggregate`` returns."""
+        return set()
+
 
 class DocumentMetric(ABC):
     @abstractmethod
@@ -74,3 +86,11 @@ class DocumentMetric(ABC):
     def aggregate(self, rows: Sequence[dict[str, float]]) -> dict[str, float]:
         """Run-level numbers that are not means, from the per-document scores; none by default."""
         return {}
+
+    def keys(self) -> set[str]:
+        """The keys of every row ``__call__`` returns (the same for every document)."""
+        raise NotImplementedError(f"{type(self).__name__} does not declare its keys")
+
+    def aggregate_keys(self) -> set[str]:
+        """The keys ``aggregate`` returns."""
+        return set()

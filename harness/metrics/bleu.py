@@ -69,6 +69,9 @@ class SentenceBleu(QueryMetric):
         self.tokenizer = check_choice(tokenizer, ("auto", "whitespace", "jieba", "jieba_words"), "tokenizer")
         self.name = name
 
+    def keys(self) -> set[str]:
+        return {self.name}
+
     def __call__(self, item: QueryEval) -> dict[str, float]:
         inp = answer_inputs(item)
         if inp is None:
@@ -87,11 +90,17 @@ class SacreBleu(QueryMetric):
         self.tokenize = check_choice(tokenize, SACREBLEU_TOKENIZERS, "tokenize")
         self.name = name
 
+    def keys(self) -> set[str]:
+        return {self.name}
+
+    def aggregate_keys(self) -> set[str]:
+        return {f"{self.name}_corpus"}
+
     def aggregate(self, rows: Sequence[Mapping]) -> dict[str, float]:
-        """Corpus BLEU over the run's answered queries, as ``<name>_corpus``."""
+        """Corpus BLEU over the run's answered queries, as ``<name>_corpus`` (NaN with none)."""
         answered = [r for r in rows if r.get("answer") is not None and r.get("gold_answers")]
         if not answered:
-            return {}
+            return {f"{self.name}_corpus": float("nan")}
         tokenize = "13a" if self.tokenize == "auto" else self.tokenize
         return {f"{self.name}_corpus": corpus_bleu([r["answer"] for r in answered],
                                                    [r["gold_answers"] for r in answered], tokenize)}

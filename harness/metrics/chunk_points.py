@@ -113,6 +113,14 @@ class ChunkPointF1(DocumentMetric):
         self.levels, self.match = tuple(levels), match
         self.include_leaves, self.counts = bool(include_leaves), bool(counts)
 
+    def keys(self) -> set[str]:
+        tags = [f"l{lv}" for lv in self.levels] + ["all"]
+        out = {f"chunk_point_{m}_{t}" for t in tags for m in ("precision", "recall", "f1")}
+        return out | ({f"chunk_point_n_{k}_{t}" for t in tags for k in ("match", "pred", "gold")} if self.counts else set())
+
+    def aggregate_keys(self) -> set[str]:
+        return {f"{k}_micro" for k in self.keys() if not k.startswith("chunk_point_n_")} if self.counts else set()
+
     def aggregate(self, rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
         """HiChunk's data-set level numbers (micro over documents), as ``<name>_micro``."""
         if not self.counts:

@@ -75,6 +75,9 @@ class ChunkingError(QueryMetric):
     def __init__(self, merge_adjacent: bool = True):
         self.merge_adjacent = bool(merge_adjacent)
 
+    def keys(self) -> set[str]:
+        return {"chunking_error"}
+
     def __call__(self, item: QueryEval) -> dict[str, float]:
         scopes = answer_scopes(item.query.evidence, item.documents, self.merge_adjacent)
         if not scopes:

@@ -91,6 +91,9 @@ class ChunkScore(DocumentMetric):
         self.embedder, self.llm = embedder, llm
         self.lam, self.alpha = float(lam), float(alpha)
 
+    def keys(self) -> set[str]:
+        return {"chunkscore", "chunkscore_li", "chunkscore_sd"}
+
     def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> dict[str, float]:
         parts = sorted((c for c in chunks if c.indexed and c.view == "text"), key=lambda c: (c.start, c.end))
         nan = math.nan

@@ -39,5 +39,8 @@ def evidence_recall(evidence: list[str], context: str) -> float:
 
 
 class EvidenceRecall(QueryMetric):
+    def keys(self) -> set[str]:
+        return {"evidence_recall"}
+
     def __call__(self, item: QueryEval) -> dict[str, float]:
         return {"evidence_recall": evidence_recall(item.evidence_texts, item.context.text)}

@@ -223,7 +223,12 @@ class FactCov(QueryMetric):
         self.use_gold_facts, self.denominator, self.name = use_gold_facts, denominator, name
         self.extraction_prompt = check_template(extraction_prompt, {"question", "reference"}, "extraction_prompt")
         self.coverage_prompt = check_template(coverage_prompt, {"question", "response", "facts"}, "coverage_prompt")
-        self.keys = (name, f"{name}_facts", f"{name}_covered", f"{name}_reps", f"{name}_parse_failures")
+
+    def keys(self) -> set[str]:
+        return {self.name, *(f"{self.name}_{k}" for k in ("facts", "covered", "reps", "parse_failures"))}
+
+    def aggregate_keys(self) -> set[str]:
+        return {f"{self.name}_fact_weighted"}
 
     def _sampling(self, seed: int) -> Sampling:
         return Sampling(temperature=self.temperature, max_tokens=self.max_tokens, top_p=self.top_p, seed=seed)
@@ -275,7 +280,7 @@ class FactCov(QueryMetric):
         out = []
         for i, it in enumerate(items):
             if it.answer is None:
-                out.append(nan_scores(self.keys))
+                out.append(nan_scores(self.keys()))
                 continue
             n_facts = len(facts[i]) if facts[i] is not None else NAN
             if not facts[i]:

@@ -210,6 +210,9 @@ class LongBenchScore(QueryMetric):
         self.code_sim_matcher = check_choice(code_sim_matcher, ("difflib", "levenshtein"), "code_sim_matcher")
         self.name = name or (f"lb_{scorer}" if scorer else "lb_score")
 
+    def keys(self) -> set[str]:
+        return {self.name}
+
     def scorer_for(self, task: str) -> str | None:
         if self.scorer:
             return self.scorer

@@ -116,6 +116,9 @@ class Meteor(QueryMetric):
         find_wordnet_dir(wordnet_dir)
         self.wordnet_path, self.alpha, self.beta, self.gamma, self.name = wordnet_dir, alpha, beta, gamma, name
 
+    def keys(self) -> set[str]:
+        return {self.name}
+
     def __call__(self, item: QueryEval) -> dict[str, float]:
         inp = answer_inputs(item)
         if inp is None:

@@ -96,6 +96,9 @@ class AnswerScopeRecall(RankedMetric):
         self.seed, self.count, self.selection = seed, count, selection
         self.views = tuple(views) if views is not None else None
 
+    def keys(self) -> set[str]:
+        return {f"scope_recall_at_{k_name(k)}" for k in self.ks}
+
     def top(self, item: QueryEval, k: float, ranked: list[Chunk]) -> list[Chunk]:
         if self.selection == "multi_view":  # k' ~ 2k/3 per view, as context=multi_view takes them
             k_view = k_for(max(1, round(2 * k / 3)), item.query.qid, self.seed)
@@ -134,6 +137,9 @@ class DocumentPRF(RankedMetric):
     def __init__(self, ks: Sequence[int] = (1, 3, 5, 10)):
         super().__init__(ks)
 
+    def keys(self) -> set[str]:
+        return {f"doc_{m}_at_{k}" for k in self.ks for m in ("precision", "recall", "f1")}
+
     def __call__(self, item: QueryEval) -> dict[str, float]:
         relevant = set(item.query.doc_ids)
         out = {}
@@ -158,6 +164,9 @@ class EvidenceSentencePRF(RankedMetric):
             raise ConfigError(f"min_coverage must be a number in (0, 1]; got {min_coverage!r}")
         self.min_coverage = float(min_coverage)
         self._sentences: dict[tuple[str, str, str], list[tuple[int, int]]] = {}  # document -> sentence spans
+
+    def keys(self) -> set[str]:
+        return {f"evidence_sentence_{m}_at_{k}" for k in self.ks for m in ("precision", "recall", "f1")}
 
     def sentences(self, item: QueryEval, doc_id: str) -> list[tuple[int, int]]:
         doc = item.documents[doc_id]

@@ -126,6 +126,9 @@ class RougeL(QueryMetric):
         self.use_stemmer = bool(use_stemmer)
         self.name = name or f"rouge_l_{implementation}"
 
+    def keys(self) -> set[str]:
+        return {self.name}
+
     def _tokenizer_for(self, language: str) -> str:
         if self.tokenizer != "auto":
             return self.tokenizer

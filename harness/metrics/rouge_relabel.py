@@ -94,6 +94,9 @@ class RougeRelabelRanking(RankedMetric):
         self.scorer = RougeScorer([rouge_type], tokenizer=self.tokenizer)
         self._counts: dict[str, Counter] = {}
 
+    def keys(self) -> set[str]:
+        return {f"{m}_at_{k}" for k in self.ks for m in ("dcg", "chunk_recall")}
+
     def __call__(self, item: QueryEval) -> dict[str, float]:
         names = [(f"dcg_at_{k}", f"chunk_recall_at_{k}") for k in self.ks]
         relevant = self.relabel(item)

@@ -88,12 +88,14 @@ class BertScore(QueryMetric):
             raise ConfigError(f"model: no model folder at {path}")
         self.model, self.num_layers, self.batch_size, self.device = model, num_layers, batch_size, device
         self.max_length, self.name = max_length, name
-        self.keys = tuple(f"{name}_{k}" for k in BERTSCORE_KEYS)
+
+    def keys(self) -> set[str]:
+        return {f"{self.name}_{k}" for k in BERTSCORE_KEYS}
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
         inp = answer_inputs(item)
         if inp is None:
-            return nan_scores(self.keys)
+            return nan_scores(self.keys())
         s = bertscore(inp.prediction, list(inp.golds), self.model, self.num_layers, self.batch_size, self.device,
                       self.max_length)
         return {f"{self.name}_{k}": s[k] for k in BERTSCORE_KEYS}
@@ -119,6 +121,9 @@ class QASimilarity(QueryMetric):
         if not callable(getattr(embedder, "encode", None)):
             raise ConfigError(f"embedder must have an encode(texts) method, got {type(embedder).__name__}")
         self.embedder, self.name = embedder, name
+
+    def keys(self) -> set[str]:
+        return {self.name}
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
         inp = answer_inputs(item, need_gold=False)

@@ -105,6 +105,9 @@ def precision_omega(evidence: Sequence[Span], chunks_by_doc: Mapping[str, Sequen
 class SpanOverlap(QueryMetric):
     """Span recall / precision / IoU of the context, and the chunking's Precision-Omega."""
 
+    def keys(self) -> set[str]:
+        return {"span_recall", "span_precision", "span_iou", "span_precision_omega"}
+
     def __call__(self, item: QueryEval) -> dict[str, float]:
         scores = span_scores(item.query.evidence, item.context.spans)
         scores["span_precision_omega"] = precision_omega(item.query.evidence, item.chunks_by_doc)

@@ -18,6 +18,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig
 
+from harness.cache import Cache
 from harness.chunking.base import Chunker
 from harness.data.base import DatasetLoader
 from harness.metrics.base import DocumentMetric, QueryMetric
@@ -37,6 +38,7 @@ class Components:
     context: Assembler
     responder: LLMResponder | None
     metrics: dict[str, QueryMetric | DocumentMetric]
+    cache: Cache   # the run's cache (the one instance per folder its embedder and LLM share)
 
 
 def build_component(node: DictConfig, where: str) -> Any:
@@ -75,4 +77,4 @@ def build_components(cfg: DictConfig) -> Components:
         if not isinstance(m, (QueryMetric, DocumentMetric)):
             raise ConfigError(f"metrics.{name}: _target_ must build a QueryMetric or a DocumentMetric "
                               f"(harness.metrics.base), got {type(m).__name__}")
-    return Components(**built)
+    return Components(**built, cache=build_component(cfg.cache, "cache"))

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.metrics.base import DocumentMetric
-from harness.pipeline.components import Components, build_component, build_components
+from harness.pipeline.components import Components, build_components
 from harness.pipeline.stages import STAGES, Stage
 from harness.types import Document, to_dict
 
@@ -51,7 +51,7 @@ class Pipeline:
     def __init__(self, cfg: DictConfig, components: Components | None = None, log: Callable = print):
         self.cfg = cfg
         self.c = components or build_components(cfg)  # every component built (and checked) before any work
-        self.cache: Cache = build_component(cfg.cache, "cache")
+        self.cache: Cache = self.c.cache
         self.log = log
         self.keys: dict[str, str | None] = {}
         self.outputs: dict[str, Any] = {}

@@ -59,11 +59,24 @@ def load(c: Components, o: Outputs):
     return c.dataset.load()
 
 
+# What a chunking costs besides its time: the texts it embeds and the LLM calls it makes, cached
+# or not (hits + misses of the cache namespaces they go through), kept with the chunks so that a
+# cached rerun reports the cost of computing them.
+COSTS = {"cost_embed_texts": "embeddings", "cost_llm_calls": "llm"}
+
+
 def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
+    before = c.cache.counts()
     t0 = time.perf_counter()
     chunked = c.chunker.chunk(docs)
     seconds = (time.perf_counter() - t0) / len(docs)
-    return [DocChunks(chunks, seconds, c.chunker.take_counts(d.doc_id)) for d, chunks in zip(docs, chunked)]
+    used = c.cache.counts(before)
+    totals = {name: sum(used.get(ns, {}).values()) for name, ns in COSTS.items()}
+    # a batch's calls are shared out over its documents (the remainder to the first ones)
+    shares = [{name: total // len(docs) + (i < total % len(docs)) for name, total in totals.items()}
+              for i in range(len(docs))]
+    return [DocChunks(chunks, seconds, {**c.chunker.take_counts(d.doc_id), **share})
+            for d, chunks, share in zip(docs, chunked, shares)]
 
 
 def all_chunks(o: Outputs) -> list[Chunk]:

@@ -46,8 +46,10 @@ def llm_overrides(choice: str, settings: Sequence[str] = ()) -> list[str]:
 
 
 def groups() -> list[str]:
-    """Every config group: each folder holding config files, nested ones as ``a/b``."""
-    return sorted({p.parent.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml")} - {"."})
+    """Every config group: each folder holding config files, nested ones as ``a/b``; not the
+    paper tables (``configs/tables``), which are files of the table runner, not of Hydra."""
+    return sorted({p.parent.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml")
+                   if p.relative_to(CONFIGS).parts[0] != "tables"} - {"."})
 
 
 def choices(group: str) -> list[str]:

@@ -3,8 +3,9 @@
 Each table is one MLflow experiment (``tables/<paper>/<table>``); each run is tagged with its
 grid point (``table.run`` = ``row|group[|param=value]``), so :mod:`harness.report.tables.render`
 finds it again in the record, also after a cluster sweep filled the record elsewhere. A point
-that cannot be computed (skipped at this scale, data not available) is recorded as a FAILED
-run with its reason, and the rendered cell prints that reason.
+that cannot be computed (data not available) is recorded as a FAILED run with its reason, and
+the rendered cell prints that reason; a point the table file skips at this scale is not run or
+recorded at all (its reason is in the file, and the caption prints it).
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ def paper_numbers(spec: TableSpec) -> dict[tuple[str, str], float | None]:
 
 def validate(spec: TableSpec, scale: str) -> None:
     """Fails (ConfigError naming the table and grid point) on an unknown config, choice or
-    parameter, and on paper numbers whose keys are not in the layout; builds no model."""
+    parameter, a layout metric that no metric of the run records, and paper numbers whose keys
+    are not in the layout; builds no model."""
+    from harness.metrics.keys import is_recorded, recorded_keys
     from harness.pipeline.components import build_components
 
-    rows, columns = {r.key for r in spec.rows}, {c for c, *_ in spec.columns()}
+    rows, columns = {r.key for r in spec.rows}, {c.key for c in spec.columns()}
     for (row, column) in paper_numbers(spec):
         if row not in rows or column not in columns:
             raise ConfigError(f"table {spec.id}: {spec.numbers.name} has ({row}, {column}), not in the layout")
@@ -65,7 +68,11 @@ def validate(spec: TableSpec, scale: str) -> None:
             continue
         seen.add(point.overrides)
         try:
-            build_components(compose(spec, point, scale, ["tracking=none"]))
+            built = build_components(compose(spec, point, scale, ["tracking=none"]))
+            unknown = [m.metric for m in spec.metrics if not is_recorded(m.metric, built.metrics)]
+            if unknown:
+                raise ConfigError(f"no metric of this run records {', '.join(unknown)} (its metrics: "
+                                  f"{', '.join(sorted(recorded_keys(built.metrics)))})")
         except ConfigError as e:
             raise ConfigError(f"table {spec.id}, {point.key}: {e}") from e
         except Exception as e:  # Hydra's composition errors: unknown choice or key
@@ -79,25 +86,24 @@ def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Calla
     from harness.pipeline.runner import Pipeline
 
     points = spec.runs(scale)
-    outcomes = []
-    for i, point in enumerate(points, 1):
+    skipped = [p for p in points if p.skip]
+    if skipped:  # known from the table file alone: nothing to compose or record (the caption says why)
+        log(f"[{spec.id}] {len(skipped)} grid point(s) not run at {scale} scale")
+    outcomes = [Outcome(p, "skipped", 0.0, p.skip) for p in skipped]
+    todo = [p for p in points if not p.skip]
+    for i, point in enumerate(todo, 1):
         cfg = compose(spec, point, scale, extra)
         t0 = time.perf_counter()
-        if point.skip:
-            log_failure(cfg, point.key, f"not run at {scale} scale: {point.skip}", tags(spec, point, scale))
-            outcome = Outcome(point, "skipped", 0.0, point.skip)
+        try:
+            result = Pipeline(cfg, log=lambda *_: None).run()
+        except (ConfigError, DataError) as e:
+            log_failure(cfg, point.key, str(e), tags(spec, point, scale))
+            outcome = Outcome(point, "failed", time.perf_counter() - t0, str(e))
         else:
-            try:
-                result = Pipeline(cfg, log=lambda *_: None).run()
-            except (ConfigError, DataError) as e:
-                log_failure(cfg, point.key, str(e), tags(spec, point, scale))
-                outcome = Outcome(point, "failed", time.perf_counter() - t0, str(e))
-            else:
-                log_run(cfg, result, point.key, tags(spec, point, scale))
-                cached = sum(v == "cached" for v in result.stages.values())
-                outcome = Outcome(point, "finished", time.perf_counter() - t0,
-                                  f"{cached}/{len(result.stages)} stages cached")
+            log_run(cfg, result, point.key, tags(spec, point, scale))
+            cached = sum(v == "cached" for v in result.stages.values())
+            outcome = Outcome(point, "finished", time.perf_counter() - t0, f"{cached}/{len(result.stages)} stages cached")
         outcomes.append(outcome)
-        log(f"[{spec.id}] {i}/{len(points)} {point.key}: {outcome.status} in {outcome.seconds:.1f}s"
+        log(f"[{spec.id}] {i}/{len(todo)} {point.key}: {outcome.status} in {outcome.seconds:.1f}s"
             + (f" ({outcome.note.splitlines()[0][:160]})" if outcome.note else ""))
     return outcomes

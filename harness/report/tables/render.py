@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.report.tables.grid import paper_numbers
-from harness.report.tables.spec import REPO, Axis, Metric, TableSpec
+from harness.report.tables.spec import REPO, Axis, Column, TableSpec
 
 RESULTS = REPO / "results"
 MODEL_NAMES = {"embedder": "bundled all-MiniLM-L6-v2", "llm": "bundled SmolLM2-135M-Instruct"}
@@ -34,6 +34,7 @@ class Cell:
     n_runs: int = 0
     paper: float | None = None
     note: str = ""
+    chosen: str = ""   # sweep_select: best: the sweep point the value is from
 
     @property
     def diff(self) -> float | None:
@@ -60,25 +61,30 @@ def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
     return out
 
 
-def cell(spec: TableSpec, scale: str, row: Axis, group: Axis, metric: Metric, runs: dict, paper) -> Cell:
-    points = [p for p in spec.runs(scale) if p.row == row.key and p.group == group.key]
+def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper) -> Cell:
+    if row.missing or col.group.missing:
+        return Cell(None, paper=paper, note="not built")
+    metric = col.metric
+    points = [p for p in spec.runs(scale) if p.row == row.key and p.group == col.group.key and p.x == col.x]
+    if points and all(p.skip for p in points):  # the reason is printed once, in the caption
+        return Cell(None, paper=paper, note=f"not run at {scale} scale")
     records = [runs.get(p.key) for p in points]
     if any(r is None for r in records):
         return Cell(None, paper=paper, note="not run yet")
     failed = [r for r in records if r.info.status != "FINISHED"]
     if failed:
-        error = failed[0].data.tags.get("error", "failed").splitlines()[0]
-        # the reason a cell was skipped is printed once, in the caption
-        return Cell(None, paper=paper, note=f"not run at {scale} scale" if error.startswith("not run at") else error)
+        return Cell(None, paper=paper, note=failed[0].data.tags.get("error", "failed").splitlines()[0])
     values = [r.data.metrics.get(metric.metric) for r in records]
     if any(v is None for v in values):  # NaN is not recorded: no query or document had anything to score
         return Cell(None, paper=paper, note="nothing to score in this data")
     f = metric.factor
-    if len(values) == 1:
-        m = records[0].data.metrics
+    if len(values) == 1 or spec.sweep_select == "best":
+        best = max(range(len(values)), key=values.__getitem__)
+        m = records[best].data.metrics
         low, high = m.get(f"{metric.metric}/ci95_low"), m.get(f"{metric.metric}/ci95_high")
-        return Cell(values[0] * f, None if low is None else low * f, None if high is None else high * f,
-                    n_runs=1, paper=paper)
+        chosen = points[best].key.split("|", 2)[2] if len(values) > 1 else ""
+        return Cell(values[best] * f, None if low is None else low * f, None if high is None else high * f,
+                    n_runs=len(values), paper=paper, chosen=chosen)
     return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
 
 
@@ -94,6 +100,8 @@ def ours_text(c: Cell, digits: int) -> str:
         text += f" [{fmt(c.low, digits)}, {fmt(c.high, digits)}]"
     if c.std is not None:
         text += f" ± {fmt(c.std, digits)}"
+    if c.chosen:
+        text += f" (best at {c.chosen})"
     return text
 
 
@@ -126,8 +134,8 @@ def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
     recorded = recorded_runs(spec, uri, scale)
     runs = {key: rs[0] for key, rs in recorded.items()}
     numbers = paper_numbers(spec)
-    cells = {(row.key, col): cell(spec, scale, row, group, metric, runs, numbers.get((row.key, col)))
-             for row in spec.rows for col, _, group, metric in spec.columns()}
+    cells = {(row.key, col.key): cell(spec, scale, row, col, runs, numbers.get((row.key, col.key)))
+             for row in spec.rows for col in spec.columns()}
     # what the grid cost to compute: per grid point its most expensive recorded run (the cold one)
     cold = sum(max(run_seconds(r) for r in rs) for rs in recorded.values())
     stages = [v for r in runs.values() for k, v in r.data.tags.items() if k.startswith("stage/")]
@@ -142,6 +150,9 @@ def caption(t: Rendered) -> list[str]:
     if stand_ins:
         lines.append("\\* Stand-in data at this scale: " + "; ".join(stand_ins) + ".")
     labels = {a.key: a.label for a in (*s.rows, *s.groups)}
+    for axis in (*s.rows, *s.groups):
+        if axis.missing:
+            lines.append(f"Not built, {axis.label}: {axis.missing}.")
     for key, why in (at.get("skip") or {}).items():
         lines.append(f"Not run at this scale, {' / '.join(labels.get(k, k) for k in key.split('/'))}: {why}.")
     if at.get("shared"):
@@ -150,8 +161,8 @@ def caption(t: Rendered) -> list[str]:
         lines.append("Models: " + "; ".join(t.models) + ".")
     if s.note:
         lines.append(s.note)
-    lines.append("Each cell: ours [bootstrap 95% interval] (± std over the row's sweep), the paper's value, "
-                 "and ours − paper.")
+    over = "best point of the row's sweep" if s.sweep_select == "best" else "± std over the row's sweep"
+    lines.append(f"Each cell: ours [bootstrap 95% interval] ({over}), the paper's value, and ours − paper.")
     return lines
 
 
@@ -160,18 +171,23 @@ def short_label(s: TableSpec, axis: Axis, kind: str, scale: str) -> str:
     return axis.label + ("*" if s.at(scale, kind, axis.key).get("label") else "")
 
 
+def column_label(s: TableSpec, col: Column, scale: str) -> str:
+    label = f"{short_label(s, col.group, 'groups', scale)} {col.metric.label}".strip()
+    return label + (f" @{col.x_name}" if col.x is not None else "")
+
+
 def markdown(t: Rendered) -> str:
     s = t.spec
     cols = s.columns()
-    head = "| " + " | ".join(["", *(f"{short_label(s, g, 'groups', t.scale)} {m.label}".strip() for _, _, g, m in cols)]) + " |"
+    head = "| " + " | ".join(["", *(column_label(s, c, t.scale) for c in cols)]) + " |"
     out = [f"# {s.id}: {s.title}", "", *caption(t), "", head, "|" + "---|" * (len(cols) + 1)]
     for row in s.rows:
         cells = []
-        for col, _, _, m in cols:
-            c = t.cells[(row.key, col)]
-            text = ours_text(c, m.digits)
+        for col in cols:
+            c, digits = t.cells[(row.key, col.key)], col.metric.digits
+            text = ours_text(c, digits)
             if c.paper is not None:
-                text += f"<br>paper {fmt(c.paper, m.digits)}" + (f", Δ {c.diff:+.{m.digits}f}" if c.diff is not None else "")
+                text += f"<br>paper {fmt(c.paper, digits)}" + (f", Δ {c.diff:+.{digits}f}" if c.diff is not None else "")
             cells.append(text)
         out.append(f"| {short_label(s, row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
@@ -180,12 +196,12 @@ def markdown(t: Rendered) -> str:
 def csv_text(t: Rendered) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["row", "column", "ours", "ci95_low", "ci95_high", "std", "n_runs", "paper", "diff", "note"])
+    w.writerow(["row", "column", "ours", "ci95_low", "ci95_high", "std", "n_runs", "paper", "diff", "best_at", "note"])
     for row in t.spec.rows:
-        for col, _, _, m in t.spec.columns():
-            c = t.cells[(row.key, col)]
-            w.writerow([row.key, col, *(fmt(x, 6) for x in (c.ours, c.low, c.high, c.std)), c.n_runs,
-                        fmt(c.paper, 6), fmt(c.diff, 6), c.note])
+        for col in t.spec.columns():
+            c = t.cells[(row.key, col.key)]
+            w.writerow([row.key, col.key, *(fmt(x, 6) for x in (c.ours, c.low, c.high, c.std)), c.n_runs,
+                        fmt(c.paper, 6), fmt(c.diff, 6), c.chosen, c.note])
     return buf.getvalue()
 
 
@@ -195,14 +211,14 @@ def latex(t: Rendered) -> str:
 
     cols = t.spec.columns()
     lines = [r"\begin{tabular}{l" + "c" * len(cols) + "}", r"\toprule",
-             " & ".join(["", *(esc(f"{short_label(t.spec, g, 'groups', t.scale)} {m.label}".strip()) for _, _, g, m in cols)]) + r" \\",
+             " & ".join(["", *(esc(column_label(t.spec, c, t.scale)) for c in cols)]) + r" \\",
              r"\midrule"]
     for row in t.spec.rows:
         cells = []
-        for col, _, _, m in cols:
-            c = t.cells[(row.key, col)]
-            ours = fmt(c.ours, m.digits) or "--"
-            cells.append(ours + (f" ({fmt(c.paper, m.digits)})" if c.paper is not None else ""))
+        for col in cols:
+            c, digits = t.cells[(row.key, col.key)], col.metric.digits
+            ours = fmt(c.ours, digits) or "--"
+            cells.append(ours + (f" ({fmt(c.paper, digits)})" if c.paper is not None else ""))
         lines.append(" & ".join([esc(short_label(t.spec, row, "rows", t.scale)), *cells]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}",
               "% " + esc(f"{t.spec.id} at {t.scale} scale: ours (paper). ") + " ".join(caption(t))]
@@ -217,18 +233,36 @@ def write(t: Rendered, out: Path = RESULTS) -> list[Path]:
         path = base.with_suffix(suffix)
         path.write_text(text, encoding="utf-8")
         paths.append(path)
+    if t.spec.is_figure:
+        from harness.report.tables.figure import plot
+
+        paths.append(plot(t, base.with_suffix(".png")))
     return paths
 
 
-def index(rendered: list[Rendered], out: Path = RESULTS) -> Path:
-    """``results/tables.md``: every rendered table, its scale, cells filled and where its time went."""
-    lines = ["# Paper tables", "", "Generated by `make reproduce-tables` from the MLflow record; do not edit.", "",
-             "| table | title | scale | cells filled | stand-ins | compute time (cold) | last run |",
-             "|---|---|---|---|---|---|---|"]
+def index(rendered: list[Rendered], pareto: list[tuple[str, str, Path, int]] = (), out: Path = RESULTS) -> Path:
+    """``results/README.md``: every rendered table, its scale, cells filled, the data and models it
+    used and where its time went; then the quality-vs-cost plots."""
+    lines = ["# Results", "",
+             "Generated by `make reproduce-tables` from the MLflow record; do not edit. The papers' published",
+             "numbers, transcribed with their table references, are in `papers/`.", "",
+             "## Paper tables and figures", "",
+             "| table | title | scale | cells filled | stand-ins | models | compute time (cold) | last run |",
+             "|---|---|---|---|---|---|---|---|"]
     for t in rendered:
         stand = "; ".join(t.spec.stand_ins(t.scale)) or "none"
-        lines.append(f"| [{t.spec.id}]({t.spec.id}.md) | {t.spec.title} | {t.scale} | {t.filled}/{len(t.cells)} | "
-                     f"{stand} | {t.cold_seconds:.0f} s | {t.cache_note} |")
-    path = out / "tables.md"
+        link = f"[{t.spec.id}]({t.spec.id}.md)" + (f" ([png]({t.spec.id}.png))" if t.spec.is_figure else "")
+        lines.append(f"| {link} | {t.spec.title} | {t.scale} | {t.filled}/{len(t.cells)} | {stand} | "
+                     f"{'; '.join(t.models) or 'none'} | {t.cold_seconds:.0f} s | {t.cache_note} |")
+    if pareto:
+        lines += ["", "## Quality against chunking cost, per dataset", "",
+                  "Every chunker configuration the tables ran on a dataset, at that dataset's most common retrieval",
+                  "setting (named in each plot); red points are the Pareto front. CSVs beside the plots add the",
+                  "embedded texts and LLM calls per document.", "",
+                  "| dataset | quality metric | chunkers | plot |", "|---|---|---|---|"]
+        for dataset, metric, png, n in pareto:
+            rel = png.relative_to(out).as_posix()
+            lines.append(f"| {dataset} | {metric} | {n} | [{rel}]({rel}) ([csv]({rel[:-4]}.csv)) |")
+    path = out / "README.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -7,6 +7,13 @@ standard deviation over the sweep's runs. Inside a group, one column per entry o
 (the run's metric, an optional ``factor``, e.g. 100 for percentages). ``numbers`` is the CSV of
 the paper's published values (``row,column,value``, columns named ``<group>/<metric key>``).
 
+A row or group that ChunkBench cannot run yet says so with ``missing: <why>`` (a method
+not built): it is never run, and its cells print the reason. A file with ``x`` is a figure: the
+grid gets a third axis (one run per row x group x value of ``x.param``), and besides the table it
+renders as a line plot, one panel per group and metric, one line per row; its paper numbers are
+keyed ``<group>/<metric>@<value>``. ``sweep_select: best`` makes a swept row's cell its best
+sweep point (a paper that reports the best chunk size per method) instead of mean ± std.
+
 ``scale`` maps each scale to what changes there. For a row or a group, ``overrides`` replace the
 axis's own (a stand-in for a paper dataset that is not bundled; its ``label`` is shown in the
 rendered header) and ``add`` appends to them (e.g. a reply budget the bundled model needs);
@@ -15,7 +22,8 @@ rendered header) and ``add`` appends to them (e.g. a reply budget the bundled mo
 
     title: ...            source: ...          numbers: results/papers/<paper>/<table>.csv
     shared: [overrides]   rows: {key: {label, overrides, sweep: {param: [values]}}}
-    groups: {key: {label, overrides}}          metrics: {key: {metric, label, factor, digits}}
+    groups: {key: {label, overrides, missing}} metrics: {key: {metric, label, factor, digits}}
+    x: {param, label, values: [...], names: [...]}     sweep_select: mean | best
     scale: {smoke: {shared, rows|groups: {key: {label, overrides, add}}, skip: {key: why}}}
 """
 
@@ -34,7 +42,7 @@ from harness.types import ConfigError
 REPO = Path(__file__).resolve().parents[3]
 TABLES = REPO / "configs" / "tables"
 SCALES = ("smoke", "full")
-KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note"}
+KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,20 @@ class Axis:
     label: str
     overrides: tuple[str, ...]
     sweep: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    missing: str | None = None   # not built yet: never run, the cells say why
+
+
+@dataclass(frozen=True)
+class XAxis:
+    """A figure's x axis: one run per value of ``param`` (``names`` label the ticks)."""
+
+    param: str
+    label: str
+    values: tuple[Any, ...]
+    names: tuple[str, ...]
+
+    def point(self, value: Any) -> str:
+        return f"{self.param}={'null' if value is None else value}"
 
 
 @dataclass(frozen=True)
@@ -55,14 +77,28 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class Column:
+    """One column of the rendered table: a group's metric (at one x value, for a figure)."""
+
+    key: str          # "<group>/<metric>" or "<group>/<metric>@<x value>"
+    label: str
+    group: Axis
+    metric: Metric
+    x: str | None = None   # the x value as written in the file
+    x_name: str = ""       # its tick label
+
+
+@dataclass(frozen=True)
 class GridRun:
-    """One run of a table's grid: ``key`` = ``row|group`` (``|param=value`` for a sweep point)."""
+    """One run of a table's grid: ``key`` = ``row|group`` (``|param=value`` for an x value and a
+    sweep point)."""
 
     key: str
     row: str
     group: str
     overrides: tuple[str, ...]
     skip: str | None = None
+    x: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +113,8 @@ class TableSpec:
     groups: tuple[Axis, ...]
     metrics: tuple[Metric, ...]
     scales: dict[str, dict[str, Any]]
+    x: XAxis | None = None
+    sweep_select: str = "mean"
 
     @property
     def paper(self) -> str:
@@ -86,9 +124,22 @@ class TableSpec:
     def experiment(self) -> str:
         return f"tables/{self.id}"
 
-    def columns(self) -> list[tuple[str, str, Axis, Metric]]:
-        """(column key, label, group, metric) in layout order."""
-        return [(f"{g.key}/{m.key}", f"{g.label} {m.label}".strip(), g, m) for g in self.groups for m in self.metrics]
+    @property
+    def is_figure(self) -> bool:
+        return self.x is not None
+
+    def columns(self) -> list[Column]:
+        """The columns in layout order (a figure: every x value of every group's metric)."""
+        out = []
+        for g in self.groups:
+            for m in self.metrics:
+                label = f"{g.label} {m.label}".strip()
+                if self.x is None:
+                    out.append(Column(f"{g.key}/{m.key}", label, g, m))
+                    continue
+                for value, name in zip(self.x.values, self.x.names):
+                    out.append(Column(f"{g.key}/{m.key}@{_str(value)}", f"{label} @{name}", g, m, _str(value), name))
+        return out
 
     def at(self, scale: str, kind: str, key: str) -> dict[str, Any]:
         """What ``scale`` changes for the row or group ``key`` (``kind``: rows | groups)."""
@@ -108,18 +159,28 @@ class TableSpec:
         return (*at.get("overrides", axis.overrides), *at.get("add", ()))
 
     def runs(self, scale: str) -> list[GridRun]:
+        """Every grid point at ``scale``; rows and groups that are ``missing`` have none."""
         at = self.scales.get(scale, {})
+        skips = at.get("skip") or {}
         out = []
         for row, group in itertools.product(self.rows, self.groups):
-            skip = (at.get("skip") or {}).get(f"{row.key}/{group.key}") or (at.get("skip") or {}).get(row.key)
+            if row.missing or group.missing:
+                continue
+            skip = skips.get(f"{row.key}/{group.key}") or skips.get(row.key) or skips.get(group.key)
             base = (*self.shared, *at.get("shared", ()), *self.overrides(row, "rows", scale),
                     *self.overrides(group, "groups", scale))
             names = [name for name, _ in row.sweep]
-            for values in itertools.product(*(vals for _, vals in row.sweep)) if row.sweep else [()]:
-                point = tuple(f"{n}={v}" for n, v in zip(names, values))
-                key = "|".join((row.key, group.key, *point))
-                out.append(GridRun(key, row.key, group.key, (*base, *point), skip))
+            xs = [(_str(v), (self.x.point(v),)) for v in self.x.values] if self.x else [(None, ())]
+            for x, x_point in xs:
+                for values in itertools.product(*(vals for _, vals in row.sweep)) if row.sweep else [()]:
+                    point = (*x_point, *(f"{n}={v}" for n, v in zip(names, values)))
+                    key = "|".join((row.key, group.key, *point))
+                    out.append(GridRun(key, row.key, group.key, (*base, *point), skip, x))
         return out
+
+
+def _str(value: Any) -> str:
+    return "null" if value is None else str(value)
 
 
 def _overrides(value: Any, where: str) -> tuple[str, ...]:
@@ -137,8 +198,22 @@ def _axes(node: Any, where: str) -> tuple[Axis, ...]:
     for key, spec in node.items():
         spec = spec or {}
         sweep = tuple((str(p), tuple(v)) for p, v in (spec.get("sweep") or {}).items())
-        out.append(Axis(str(key), str(spec.get("label", key)), _overrides(spec.get("overrides"), f"{where}.{key}"), sweep))
+        missing = spec.get("missing")
+        out.append(Axis(str(key), str(spec.get("label", key)), _overrides(spec.get("overrides"), f"{where}.{key}"),
+                        sweep, None if missing is None else str(missing)))
     return tuple(out)
+
+
+def _x_axis(node: Any, where: str) -> XAxis | None:
+    if node is None:
+        return None
+    if not isinstance(node, dict) or not node.get("param") or not node.get("values"):
+        raise ConfigError(f"{where}.x: needs {{param, values, label, names}}, got {node!r}")
+    values = tuple(node["values"])
+    names = tuple(str(n) for n in node.get("names") or [_str(v) for v in values])
+    if len(names) != len(values):
+        raise ConfigError(f"{where}.x: {len(names)} names for {len(values)} values")
+    return XAxis(str(node["param"]), str(node.get("label", node["param"])), values, names)
 
 
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
@@ -159,9 +234,12 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     scales = raw.get("scale") or {}
     if set(scales) - set(SCALES):
         raise ConfigError(f"{where}.scale: scales are {', '.join(SCALES)}, got {sorted(scales)}")
+    select = str(raw.get("sweep_select", "mean"))
+    if select not in ("mean", "best"):
+        raise ConfigError(f"{where}.sweep_select: mean | best, got {select!r}")
     return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
                      _overrides(raw.get("shared"), f"{where}.shared"), _axes(raw["rows"], f"{where}.rows"),
-                     _axes(raw["groups"], f"{where}.groups"), metrics, scales)
+                     _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where), select)
 
 
 def all_specs() -> list[TableSpec]:

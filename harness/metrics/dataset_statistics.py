@@ -1,0 +1,55 @@
+"""The papers' dataset-statistics tables (HiChunk Table 2, MC-indexing Table 1, Qu et al. Tables
+4-5) as metrics, so that they are regenerated from runs like every other table.
+
+Words are whitespace words, or characters for Chinese text (as LongBench counts them);
+sentences come from the project's sentence splitter. A run's means of these keys are the
+tables' per-document and per-question averages; ``n_docs`` and ``n_queries`` are recorded by
+every run. The evidence of a question is its spans' text and what could not be aligned, joined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
+from harness.text import is_cjk, sentence_spans
+from harness.types import Chunk, Document
+
+NAN = float("nan")
+
+
+def words(text: str) -> int:
+    return len(text.replace(" ", "")) if is_cjk(text) else len(text.split())
+
+
+class DocumentStatistics(DocumentMetric):
+    """Sentences, words and gold sections of each document."""
+
+    KEYS = ("doc_sentences", "doc_words", "doc_sections")
+
+    def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> dict[str, float]:
+        return {"doc_sentences": float(len(sentence_spans(doc.text, doc.language))),
+                "doc_words": float(words(doc.text)), "doc_sections": float(len(doc.sections))}
+
+    def keys(self) -> set[str]:
+        return set(self.KEYS)
+
+
+class QueryStatistics(QueryMetric):
+    """Words of each question, of its gold answers (their mean) and of its evidence, and the
+    evidence's sentences; NaN where a question has no answer or no evidence."""
+
+    KEYS = ("question_words", "answer_words", "evidence_words", "evidence_sentences")
+
+    def __call__(self, item: QueryEval) -> dict[str, float]:
+        q = item.query
+        answers = [words(a) for a in q.answers]
+        evidence = " ".join(item.evidence_texts)
+        language = "zh" if is_cjk(evidence) else "en"
+        return {"question_words": float(words(q.question)),
+                "answer_words": sum(answers) / len(answers) if answers else NAN,
+                "evidence_words": float(words(evidence)) if evidence else NAN,
+                "evidence_sentences": float(len(sentence_spans(evidence, language))) if evidence else NAN}
+
+    def keys(self) -> set[str]:
+        return set(self.KEYS)

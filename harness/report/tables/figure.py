@@ -1,0 +1,65 @@
+"""A paper figure as a PNG: one panel per group and metric, one line per row over the x axis.
+
+Our points carry their bootstrap 95% interval as error bars; the paper's points, where the
+paper prints them, are drawn as open markers on a dashed line of the same colour, so a reader
+sees at a glance where the reproduction departs. Drawn from a :class:`Rendered` table, i.e.
+from the MLflow record, like the md/csv/tex files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.report.tables.render import Rendered
+
+
+def draw(t: Rendered):
+    """The figure (a matplotlib Figure; the caller closes it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on a cluster node
+    import matplotlib.pyplot as plt
+
+    s = t.spec
+    assert s.x is not None, f"{s.id} has no x axis"
+    panels = [(g, m) for g in s.groups if not g.missing for m in s.metrics]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    xs = list(range(len(s.x.values)))
+    for ax, (group, metric) in zip(axes[0], panels):
+        columns = [c for c in s.columns() if c.group.key == group.key and c.metric.key == metric.key]
+        for i, row in enumerate(s.rows):
+            colour = f"C{i % 10}"
+            cells = [t.cells[(row.key, c.key)] for c in columns]
+            ours = [(x, c) for x, c in zip(xs, cells) if c.ours is not None]
+            if ours:
+                err = [[c.ours - c.low if c.low is not None else 0 for _, c in ours],
+                       [c.high - c.ours if c.high is not None else 0 for _, c in ours]]
+                ax.errorbar([x for x, _ in ours], [c.ours for _, c in ours], yerr=err, color=colour,
+                            marker="o", capsize=3, label=row.label)
+            paper = [(x, c.paper) for x, c in zip(xs, cells) if c.paper is not None]
+            if paper:
+                ax.plot([x for x, _ in paper], [v for _, v in paper], color=colour, linestyle="--",
+                        marker="o", markerfacecolor="none", label=f"{row.label} (paper)")
+        ax.set_xticks(xs, list(s.x.names))
+        ax.set_xlabel(s.x.label)
+        ax.set_ylabel(metric.label)
+        ax.set_title(t.spec.label(group, "groups", t.scale), fontsize=9)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
+    fig.suptitle(f"{s.id}: {s.title} ({t.scale} scale)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.12 if handles else 0, 1, 0.95))
+    return fig
+
+
+def plot(t: Rendered, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig = draw(t)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

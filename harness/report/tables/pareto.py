@@ -1,0 +1,153 @@
+"""Quality against cost, per dataset, over every chunking the paper tables ran.
+
+"Is the expensive chunker worth it?" asked across all five papers' methods at once: for each
+dataset (with its stand-in filter, e.g. one OHR-Bench domain), every chunker configuration the
+tables recorded is one point: x = its chunking seconds per document (recorded when the chunks
+were computed, so a cached rerun reports the same), y = one retrieval quality metric, with the
+embedded texts and LLM calls per document beside it in the CSV. Only runs that share the
+dataset's most common retrieval setting (retriever, embedder, context and budget) are compared,
+so a point differs from another by its chunker alone; the setting is printed with the plot.
+The Pareto front (no other point is both cheaper and better) is marked.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+# The quality axis: the first of these that the dataset's runs record (higher is better).
+QUALITY = ("evidence_recall", "scope_recall_at_5", "doc_f1_at_5", "chunk_recall_at_5", "dcg_at_5")
+SETTING = ("retriever._target_", "embedder.model", "context._target_", "context.budget", "context.unit",
+           "dataset.limit_queries")
+DATASET = ("dataset.name", "dataset.subset", "dataset.domains", "dataset.min_words", "dataset.limit_docs")
+SIZES = ("size", "theta", "max_tokens", "threshold", "breakpoint_percentile")
+
+
+@dataclass(frozen=True)
+class Point:
+    dataset: str
+    chunker: str
+    quality: float
+    seconds_per_doc: float
+    embed_texts_per_doc: float
+    llm_calls_per_doc: float
+    tables: tuple[str, ...]
+    pareto: bool = False
+
+
+def _label(params: dict[str, str], keys: tuple[str, ...]) -> str:
+    return " ".join(f"{k.split('.', 1)[1]}={params[k]}" for k in keys if params.get(k) not in (None, "None", "null"))
+
+
+def chunker_label(params: dict[str, str]) -> str:
+    name = params.get("chunker._target_", "?").rsplit(".", 1)[-1]
+    sizes = _label(params, tuple(f"chunker.{k}" for k in SIZES))
+    return f"{name} {sizes}".strip()
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()[:80] or "dataset"
+
+
+def finished_runs(uri: str, scale: str) -> list:
+    """The latest finished run of every grid point of every paper table at ``scale``."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exps = [e.experiment_id for e in client.search_experiments() if e.name.startswith("tables/")]
+    if not exps:
+        return []
+    runs = client.search_runs(exps, filter_string=f"tags.`table.scale` = '{scale}' and attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time DESC"], max_results=50000)
+    latest = {}
+    for r in runs:
+        latest.setdefault((r.data.tags.get("table"), r.data.tags.get("table.run")), r)
+    return list(latest.values())
+
+
+def points(runs: list) -> dict[str, tuple[str, str, list[Point]]]:
+    """Per dataset: (quality metric, retrieval setting, points with the front marked)."""
+    by_dataset: dict[str, list] = {}
+    for r in runs:
+        by_dataset.setdefault(_label(r.data.params, DATASET), []).append(r)
+    out = {}
+    for dataset, rs in sorted(by_dataset.items()):
+        metric = next((m for m in QUALITY if any(m in r.data.metrics for r in rs)), None)
+        if metric is None:
+            continue
+        rs = [r for r in rs if metric in r.data.metrics and "chunk_seconds_per_doc" in r.data.metrics]
+        setting = Counter(_label(r.data.params, SETTING) for r in rs).most_common(1)[0][0]
+        merged: dict[str, list] = {}
+        for r in rs:
+            if _label(r.data.params, SETTING) == setting:
+                merged.setdefault(chunker_label(r.data.params), []).append(r)
+        pts = []
+        for chunker, group in merged.items():
+            r = group[0]  # identical configs give identical numbers: the first (latest) stands for all
+            m, n_docs = r.data.metrics, max(r.data.metrics.get("n_docs", 1.0), 1.0)
+            pts.append(Point(dataset, chunker, m[metric], m["chunk_seconds_per_doc"],
+                             m.get("chunker_cost_embed_texts", float("nan")) / n_docs,
+                             m.get("chunker_cost_llm_calls", float("nan")) / n_docs,
+                             tuple(sorted({g.data.tags.get("table", "") for g in group}))))
+        front = [p for p in pts if not any(q.seconds_per_doc <= p.seconds_per_doc and q.quality >= p.quality
+                                           and (q.seconds_per_doc, q.quality) != (p.seconds_per_doc, p.quality)
+                                           for q in pts)]
+        out[dataset] = (metric, setting, sorted((Point(**{**p.__dict__, "pareto": p in front}) for p in pts),
+                                                 key=lambda p: p.seconds_per_doc))
+    return out
+
+
+def csv_text(metric: str, setting: str, pts: list[Point]) -> str:
+    buf = io.StringIO()
+    buf.write(f"# quality: {metric}; retrieval setting: {setting}\n")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["chunker", metric, "chunk_seconds_per_doc", "embed_texts_per_doc", "llm_calls_per_doc",
+                "pareto", "tables"])
+    for p in pts:
+        w.writerow([p.chunker, f"{p.quality:.6f}", f"{p.seconds_per_doc:.6f}", f"{p.embed_texts_per_doc:.1f}",
+                    f"{p.llm_calls_per_doc:.1f}", int(p.pareto), " ".join(p.tables)])
+    return buf.getvalue()
+
+
+def plot(dataset: str, metric: str, setting: str, pts: list[Point], path: Path, scale: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for p in pts:
+        ax.scatter(max(p.seconds_per_doc, 1e-4), p.quality, color="C3" if p.pareto else "C0", zorder=3)
+        ax.annotate(p.chunker, (max(p.seconds_per_doc, 1e-4), p.quality), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
+    front = [p for p in pts if p.pareto]
+    ax.step([max(p.seconds_per_doc, 1e-4) for p in front], [p.quality for p in front], where="post",
+            color="C3", alpha=0.5, label="Pareto front")
+    ax.set_xscale("log")
+    ax.set_xlabel("chunking seconds per document (log)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{dataset} ({scale} scale)\n{setting}", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write(uri: str, scale: str, out: Path) -> list[tuple[str, str, Path, int]]:
+    """``results/pareto/<dataset>.{png,csv}``; returns (dataset, metric, png path, points) per plot."""
+    written = []
+    folder = out / "pareto"
+    for dataset, (metric, setting, pts) in points(finished_runs(uri, scale)).items():
+        if len(pts) < 2:
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        base = folder / slug(dataset)
+        base.with_suffix(".csv").write_text(csv_text(metric, setting, pts), encoding="utf-8")
+        plot(dataset, metric, setting, pts, base.with_suffix(".png"), scale)
+        written.append((dataset, metric, base.with_suffix(".png"), len(pts)))
+    return written
