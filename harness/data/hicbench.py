@@ -78,6 +78,8 @@ class HiChunkLayout(DatasetLoader):
     ``limit_docs`` documents (in order of first mention) and then ``limit_queries`` of their
     questions are kept, the first ones or a seeded draw. ``language``: None = detected per
     document. ``task``: None = the ``T<n>`` tag in ``all_classes`` when there is exactly one.
+    ``tasks``: keep only the questions of these tasks (HiCBench's T1 / T2 columns), before the
+    limits; documents left without a question are dropped.
     """
 
     version = 2
@@ -86,7 +88,7 @@ class HiChunkLayout(DatasetLoader):
                  name: str | None = None, limit_docs: int | None = None,
                  limit_queries: int | None = None, seed: int | None = None, min_words: int = 0,
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE, language: str | None = None,
-                 task: str | None = None):
+                 task: str | None = None, tasks: list[str] | None = None):
         if not isinstance(subset, str) or not subset or "/" in subset or subset.startswith("."):
             raise ConfigError(f"subset must be a file stem such as HiCBench, got {subset!r}")
         self.subset = subset
@@ -105,6 +107,9 @@ class HiChunkLayout(DatasetLoader):
         self.min_words = min_words
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.language, self.task = language, task
+        if tasks is not None and (isinstance(tasks, str) or not all(isinstance(t, str) and t for t in tasks)):
+            raise ConfigError(f"dataset {self.name!r}: tasks must be a list of task tags such as [T1], got {tasks!r}")
+        self.tasks = None if tasks is None else tuple(tasks)
 
     # -- files ---------------------------------------------------------------------------
 
@@ -171,10 +176,14 @@ class HiChunkLayout(DatasetLoader):
 
     def read(self) -> Read:
         rows = self._rows()
+        dropped_tasks = 0
+        if self.tasks is not None:
+            kept_rows = [(i, f) for i, f in rows if self._task(self._fields(f)[4]) in self.tasks]
+            rows, dropped_tasks = kept_rows, len(rows) - len(kept_rows)
         first: dict[str, RowFields] = {}
         for _, f in rows:
             first.setdefault(f.raw["_id"], f)
-        counters = {"docs_skipped_empty": 0, "queries_skipped_empty_doc": 0,
+        counters = {"docs_skipped_empty": 0, "queries_skipped_empty_doc": 0, "queries_dropped_tasks": dropped_tasks,
                     "docs_dropped_min_words": 0, "evidence_empty": 0, "queries_without_evidence": 0}
         candidates, empty = [], set()
         for doc_id, f in first.items():
@@ -247,5 +256,5 @@ class HiChunkLayout(DatasetLoader):
     def params(self) -> dict:
         return {"subset": self.subset, "min_words": self.min_words,
                 "fuzzy_min_score": self.fuzzy_min_score, "language": self.language,
-                "task": self.task, "docs_dir": self._docs_dir().parent.name,
+                "task": self.task, "tasks": self.tasks, "docs_dir": self._docs_dir().parent.name,
                 "missing": [i for i in self._doc_ids() if not self._doc_path(i).is_file()]}

@@ -33,10 +33,12 @@ newlines) is scored. A query with no gold answer, or whose task has no scorer, i
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import string
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from harness.metrics.answers import answer_inputs, nan_scores
 from harness.metrics.base import QueryEval, QueryMetric
@@ -212,6 +214,21 @@ class LongBenchScore(QueryMetric):
 
     def keys(self) -> set[str]:
         return {self.name}
+
+    def aggregate_keys(self) -> set[str]:
+        return {f"{self.name}_task_mean"}
+
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+        """The mean over tasks of each task's mean score: HiChunk's "LongBench score" and the
+        Avg columns of its Table A1 and LGMGC's Table 2 (each subset weighs the same, whatever
+        its number of questions)."""
+        by_task: dict[str, list[float]] = {}
+        for r in rows:
+            v = r.get(self.name)
+            if v is not None and not math.isnan(v):
+                by_task.setdefault(r.get("task", ""), []).append(v)
+        means = [sum(vs) / len(vs) for vs in by_task.values()]
+        return {f"{self.name}_task_mean": sum(means) / len(means) if means else math.nan}
 
     def scorer_for(self, task: str) -> str | None:
         if self.scorer:

@@ -62,7 +62,10 @@ def load(c: Components, o: Outputs):
 # What a chunking costs besides its time: the texts it embeds and the LLM calls it makes, cached
 # or not (hits + misses of the cache namespaces they go through), kept with the chunks so that a
 # cached rerun reports the cost of computing them.
-COSTS = {"cost_embed_texts": "embeddings", "cost_llm_calls": "llm"}
+# LLM calls answered by the cache are counted too: the chunking's seconds are then less than
+# computing it from scratch costs (a table's later row that reuses an earlier row's calls).
+COSTS = {"cost_embed_texts": ("embeddings", ("hits", "misses")), "cost_llm_calls": ("llm", ("hits", "misses")),
+         "cost_llm_calls_from_cache": ("llm", ("hits",))}
 
 
 def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
@@ -71,7 +74,7 @@ def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
     chunked = c.chunker.chunk(docs)
     seconds = (time.perf_counter() - t0) / len(docs)
     used = c.cache.counts(before)
-    totals = {name: sum(used.get(ns, {}).values()) for name, ns in COSTS.items()}
+    totals = {name: sum(used.get(ns, {}).get(kind, 0) for kind in kinds) for name, (ns, kinds) in COSTS.items()}
     # a batch's calls are shared out over its documents (the remainder to the first ones)
     shares = [{name: total // len(docs) + (i < total % len(docs)) for name, total in totals.items()}
               for i in range(len(docs))]

@@ -165,6 +165,16 @@ def test_filters_limits_and_seed(layout):
     assert len(seen) > 1
 
 
+def test_tasks_keep_one_columns_questions(layout):
+    t2 = HiChunkLayout(layout, tasks=["T2"]).load()
+    assert [q.qid for q in t2.queries] == ["report#1"] and [d.doc_id for d in t2.documents] == ["report"]
+    assert t2.report["queries_dropped_tasks"] == 4  # T1 (2, one on the empty document), untagged, zh
+    both = HiChunkLayout(layout, tasks=["T1", "T2"]).load()
+    assert [q.task for q in both.queries] == ["T1", "T2"]
+    with pytest.raises(ConfigError, match="tasks must be a list"):
+        HiChunkLayout(layout, tasks="T1")
+
+
 def test_path_is_required_and_says_why(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("config", overrides=[f"cache.dir={tmp_path}", "tracking=none",

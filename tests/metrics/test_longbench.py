@@ -195,3 +195,12 @@ def test_bad_scorer_names_are_config_errors():
         lb.LongBenchScore(scorers={"T0": "bleu"})
     with pytest.raises(ConfigError, match="code_sim_matcher"):
         lb.LongBenchScore(code_sim_matcher="jaro")
+
+
+def test_task_mean_weighs_every_subset_the_same():
+    m = lb.LongBenchScore()
+    rows = [{"task": "qasper", "lb_score": 1.0}, {"task": "qasper", "lb_score": 0.0}, {"task": "qasper", "lb_score": 0.0},
+            {"task": "hotpotqa", "lb_score": 1.0}, {"task": "hotpotqa", "lb_score": math.nan}]
+    # qasper 1/3, hotpotqa 1 (its NaN row is not scorable): (1/3 + 1) / 2, not the pooled 2/4
+    assert m.aggregate(rows) == {"lb_score_task_mean": pytest.approx(2 / 3)}
+    assert m.aggregate_keys() == {"lb_score_task_mean"} and math.isnan(m.aggregate([])["lb_score_task_mean"])

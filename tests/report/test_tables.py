@@ -197,3 +197,63 @@ def test_make_reproduce_tables_end_to_end(tmp_path):
     assert float(content["ours"]) == 0.0  # sections hold every page-aligned answer scope whole
     index = (out / "README.md").read_text()
     assert "[mc_indexing/table6](mc_indexing/table6.md)" in index and "7/14" in index
+
+
+def test_an_axis_may_read_its_own_run_metric(tmp_path):
+    body = DEMO.replace("paper_data: {label: PaperSet, overrides: [dataset=qasper]}",
+                        "paper_data: {label: PaperSet, overrides: [dataset=qasper], metrics: {erec: span_recall}}")
+    t = write_table(tmp_path, body.replace("sentence: {label: Sentence, overrides: [chunker=sentence]}",
+                                           "sentence: {label: Sentence, overrides: [chunker=sentence], "
+                                           "metrics: {erec: span_precision}}"))
+    [col] = t.columns()
+    assert col.metric.metric == "span_recall"  # the group's choice
+    assert t.metric_name(t.rows[1], col) == "span_precision" and t.metric_name(t.rows[0], col) == "span_recall"
+    grid.validate(t, "smoke")  # both are keys the retrieval metrics record
+    bad = write_table(tmp_path / "b", body.replace("metrics: {erec: span_recall}", "metrics: {erec: no_such_key}"))
+    with pytest.raises(ConfigError, match="records no_such_key"):
+        grid.validate(bad, "smoke")
+    with pytest.raises(ConfigError, match="not layout metrics"):
+        write_table(tmp_path / "c", body.replace("metrics: {erec: span_recall}", "metrics: {f1: span_recall}"))
+    with pytest.raises(ConfigError, match="keys are label, metrics, missing, overrides, sweep"):
+        write_table(tmp_path / "d", body.replace("metrics: {erec: span_recall}", "missin: typo"))
+
+
+SWEPT = """
+title: Swept
+source: a test
+numbers: NUMBERS
+rows:
+  fixed: {label: Fixed, overrides: [chunker=fixed], sweep: {chunker.size: [100, 200]}}
+groups:
+  data: {label: Data, overrides: []}
+metrics:
+  f1_1: {metric: doc_f1_at_1, label: F1@1}
+  f1_5: {metric: doc_f1_at_5, label: F1@5}
+"""
+
+
+def fake_runs(values: dict[str, dict[str, float]]):
+    from types import SimpleNamespace
+
+    return {key: SimpleNamespace(info=SimpleNamespace(status="FINISHED"), data=SimpleNamespace(metrics=m, tags={}))
+            for key, m in values.items()}
+
+
+@pytest.mark.parametrize("select, expected", [
+    ("mean", {"f1_1": (0.5, None), "f1_5": (0.45, None)}),
+    ("best", {"f1_1": (0.6, "chunker.size=200"), "f1_5": (0.8, "chunker.size=100")}),
+    # one configuration for the group: size 100 has the better mean (0.4 + 0.8) / 2 > (0.6 + 0.1) / 2
+    ("best_group", {"f1_1": (0.4, "chunker.size=100"), "f1_5": (0.8, "chunker.size=100")}),
+])
+def test_a_swept_row_shows_its_mean_its_best_or_the_groups_best(tmp_path, select, expected):
+    t = write_table(tmp_path, SWEPT + f"sweep_select: {select}\n")
+    runs = fake_runs({"fixed|data|chunker.size=100": {"doc_f1_at_1": 0.4, "doc_f1_at_5": 0.8},
+                      "fixed|data|chunker.size=200": {"doc_f1_at_1": 0.6, "doc_f1_at_5": 0.1}})
+    for col in t.columns():
+        c = render.cell(t, "smoke", t.rows[0], col, runs, None)
+        assert (c.ours, c.chosen or None) == (pytest.approx(expected[col.metric.key][0]), expected[col.metric.key][1])
+    # select_by: choose on other run metrics than the ones shown
+    t = write_table(tmp_path / "b", SWEPT + "sweep_select: best_group\nselect_by: [doc_f1_at_1]\n")
+    assert render.cell(t, "smoke", t.rows[0], t.columns()[1], runs, None).chosen == "chunker.size=200"
+    with pytest.raises(ConfigError, match="only with sweep_select: best_group"):
+        write_table(tmp_path / "c", SWEPT + "select_by: [doc_f1_at_1]\n")

@@ -8,6 +8,7 @@ from the MLflow record, like the md/csv/tex files.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ def draw(t: Rendered):
     s = t.spec
     assert s.x is not None, f"{s.id} has no x axis"
     panels = [(g, m) for g in s.groups if not g.missing for m in s.metrics]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 4.2 * len(panels)), 4.0), squeeze=False)
     xs = list(range(len(s.x.values)))
     for ax, (group, metric) in zip(axes[0], panels):
         columns = [c for c in s.columns() if c.group.key == group.key and c.metric.key == metric.key]
@@ -45,13 +46,13 @@ def draw(t: Rendered):
         ax.set_xticks(xs, list(s.x.names))
         ax.set_xlabel(s.x.label)
         ax.set_ylabel(metric.label)
-        ax.set_title(t.spec.label(group, "groups", t.scale), fontsize=9)
+        ax.set_title(textwrap.fill(t.spec.label(group, "groups", t.scale), 45), fontsize=8)
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
-    fig.suptitle(f"{s.id}: {s.title} ({t.scale} scale)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.12 if handles else 0, 1, 0.95))
+    fig.suptitle(textwrap.fill(f"{s.id}: {s.title} ({t.scale} scale)", 50 * len(panels)), fontsize=10)
+    fig.tight_layout(rect=(0, 0.12 if handles else 0, 1, 0.93))
     return fig
 
 

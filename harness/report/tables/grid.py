@@ -69,7 +69,10 @@ def validate(spec: TableSpec, scale: str) -> None:
         seen.add(point.overrides)
         try:
             built = build_components(compose(spec, point, scale, ["tracking=none"]))
-            unknown = [m.metric for m in spec.metrics if not is_recorded(m.metric, built.metrics)]
+            row = next(r for r in spec.rows if r.key == point.row)
+            names = {spec.metric_name(row, c) for c in spec.columns() if c.group.key == point.group}
+            names |= set(spec.select_by)
+            unknown = sorted(n for n in names if not is_recorded(n, built.metrics))
             if unknown:
                 raise ConfigError(f"no metric of this run records {', '.join(unknown)} (its metrics: "
                                   f"{', '.join(sorted(recorded_keys(built.metrics)))})")
@@ -106,4 +109,7 @@ def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Calla
         outcomes.append(outcome)
         log(f"[{spec.id}] {i}/{len(todo)} {point.key}: {outcome.status} in {outcome.seconds:.1f}s"
             + (f" ({outcome.note.splitlines()[0][:160]})" if outcome.note else ""))
+    done = [o for o in outcomes if o.status == "finished"]
+    log(f"[{spec.id}] {len(done)} finished, {sum(o.status == 'failed' for o in outcomes)} failed, {len(skipped)} "
+        f"not run at this scale, in {sum(o.seconds for o in outcomes):.0f}s")
     return outcomes

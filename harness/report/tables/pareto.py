@@ -7,7 +7,9 @@ were computed, so a cached rerun reports the same), y = one retrieval quality me
 embedded texts and LLM calls per document beside it in the CSV. Only runs that share the
 dataset's most common retrieval setting (retriever, embedder, context and budget) are compared,
 so a point differs from another by its chunker alone; the setting is printed with the plot.
-The Pareto front (no other point is both cheaper and better) is marked.
+The Pareto front (no other point is both cheaper and better) is marked. A chunking timed while
+its LLM calls came from the cache (a later row reusing an earlier row's calls) is drawn open
+and counted in the CSV: its seconds understate a cold chunking.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,6 @@ QUALITY = ("evidence_recall", "scope_recall_at_5", "doc_f1_at_5", "chunk_recall_
 SETTING = ("retriever._target_", "embedder.model", "context._target_", "context.budget", "context.unit",
            "dataset.limit_queries")
 DATASET = ("dataset.name", "dataset.subset", "dataset.domains", "dataset.min_words", "dataset.limit_docs")
-SIZES = ("size", "theta", "max_tokens", "threshold", "breakpoint_percentile")
 
 
 @dataclass(frozen=True)
@@ -35,18 +37,36 @@ class Point:
     seconds_per_doc: float
     embed_texts_per_doc: float
     llm_calls_per_doc: float
+    llm_calls_from_cache_per_doc: float   # > 0: its seconds are less than a cold chunking costs
     tables: tuple[str, ...]
     pareto: bool = False
 
 
 def _label(params: dict[str, str], keys: tuple[str, ...]) -> str:
-    return " ".join(f"{k.split('.', 1)[1]}={params[k]}" for k in keys if params.get(k) not in (None, "None", "null"))
+    """``key=value`` of the set parameters among ``keys`` (class paths shortened to the class)."""
+    def short(v: str) -> str:
+        return v.rsplit(".", 1)[-1] if v.startswith("harness.") else v
+
+    return " ".join(f"{k.split('.', 1)[1]}={short(params[k])}" for k in keys
+                    if params.get(k) not in (None, "None", "null", "0"))
 
 
-def chunker_label(params: dict[str, str]) -> str:
-    name = params.get("chunker._target_", "?").rsplit(".", 1)[-1]
-    sizes = _label(params, tuple(f"chunker.{k}" for k in SIZES))
-    return f"{name} {sizes}".strip()
+def chunker_labels(runs: list) -> dict[str, str]:
+    """A label per run: the chunker's class and the chunker parameters that tell its runs apart
+    (those whose values differ among the runs of that class)."""
+    params = {r.info.run_id: {k: v for k, v in r.data.params.items() if k.startswith("chunker.")
+                              and not k.startswith(("chunker.embedder.", "chunker.llm.", "chunker.cache"))} for r in runs}
+    by_class: dict[str, list[str]] = {}
+    for r in runs:
+        by_class.setdefault(params[r.info.run_id].get("chunker._target_", "?"), []).append(r.info.run_id)
+    out = {}
+    for target, ids in by_class.items():
+        keys = sorted({k for i in ids for k in params[i]})
+        differ = [k for k in keys if len({params[i].get(k) for i in ids}) > 1]
+        for i in ids:
+            shown = " ".join(f"{k.split('.', 1)[1]}={params[i].get(k)}" for k in differ)
+            out[i] = f"{target.rsplit('.', 1)[-1]} {shown}".strip()
+    return out
 
 
 def slug(text: str) -> str:
@@ -81,17 +101,20 @@ def points(runs: list) -> dict[str, tuple[str, str, list[Point]]]:
             continue
         rs = [r for r in rs if metric in r.data.metrics and "chunk_seconds_per_doc" in r.data.metrics]
         setting = Counter(_label(r.data.params, SETTING) for r in rs).most_common(1)[0][0]
+        rs = [r for r in rs if _label(r.data.params, SETTING) == setting]
+        labels = chunker_labels(rs)
         merged: dict[str, list] = {}
         for r in rs:
-            if _label(r.data.params, SETTING) == setting:
-                merged.setdefault(chunker_label(r.data.params), []).append(r)
+            merged.setdefault(labels[r.info.run_id], []).append(r)
         pts = []
         for chunker, group in merged.items():
-            r = group[0]  # identical configs give identical numbers: the first (latest) stands for all
+            # identical configs give identical chunks; the run that computed them cold has the time
+            r = max(group, key=lambda g: g.data.metrics["chunk_seconds_per_doc"])
             m, n_docs = r.data.metrics, max(r.data.metrics.get("n_docs", 1.0), 1.0)
             pts.append(Point(dataset, chunker, m[metric], m["chunk_seconds_per_doc"],
                              m.get("chunker_cost_embed_texts", float("nan")) / n_docs,
                              m.get("chunker_cost_llm_calls", float("nan")) / n_docs,
+                             m.get("chunker_cost_llm_calls_from_cache", 0.0) / n_docs,
                              tuple(sorted({g.data.tags.get("table", "") for g in group}))))
         front = [p for p in pts if not any(q.seconds_per_doc <= p.seconds_per_doc and q.quality >= p.quality
                                            and (q.seconds_per_doc, q.quality) != (p.seconds_per_doc, p.quality)
@@ -106,10 +129,11 @@ def csv_text(metric: str, setting: str, pts: list[Point]) -> str:
     buf.write(f"# quality: {metric}; retrieval setting: {setting}\n")
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["chunker", metric, "chunk_seconds_per_doc", "embed_texts_per_doc", "llm_calls_per_doc",
-                "pareto", "tables"])
+                "llm_calls_from_cache_per_doc", "pareto", "tables"])
     for p in pts:
         w.writerow([p.chunker, f"{p.quality:.6f}", f"{p.seconds_per_doc:.6f}", f"{p.embed_texts_per_doc:.1f}",
-                    f"{p.llm_calls_per_doc:.1f}", int(p.pareto), " ".join(p.tables)])
+                    f"{p.llm_calls_per_doc:.1f}", f"{p.llm_calls_from_cache_per_doc:.1f}", int(p.pareto),
+                    " ".join(p.tables)])
     return buf.getvalue()
 
 
@@ -121,7 +145,10 @@ def plot(dataset: str, metric: str, setting: str, pts: list[Point], path: Path, 
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for p in pts:
-        ax.scatter(max(p.seconds_per_doc, 1e-4), p.quality, color="C3" if p.pareto else "C0", zorder=3)
+        # open marker: timed while its LLM calls came from the cache (a cold chunking costs more)
+        colour = "C3" if p.pareto else "C0"
+        ax.scatter(max(p.seconds_per_doc, 1e-4), p.quality, edgecolors=colour, zorder=3,
+                   facecolors="none" if p.llm_calls_from_cache_per_doc > 0 else colour)
         ax.annotate(p.chunker, (max(p.seconds_per_doc, 1e-4), p.quality), fontsize=7, xytext=(3, 3),
                     textcoords="offset points")
     front = [p for p in pts if p.pareto]
@@ -130,7 +157,7 @@ def plot(dataset: str, metric: str, setting: str, pts: list[Point], path: Path, 
     ax.set_xscale("log")
     ax.set_xlabel("chunking seconds per document (log)")
     ax.set_ylabel(metric)
-    ax.set_title(f"{dataset} ({scale} scale)\n{setting}", fontsize=8)
+    ax.set_title(textwrap.fill(f"{dataset} ({scale} scale); {setting}", 100), fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -15,7 +15,7 @@ import io
 import math
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.report.tables.grid import paper_numbers
@@ -64,7 +64,7 @@ def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
 def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper) -> Cell:
     if row.missing or col.group.missing:
         return Cell(None, paper=paper, note="not built")
-    metric = col.metric
+    metric = replace(col.metric, metric=spec.metric_name(row, col))
     points = [p for p in spec.runs(scale) if p.row == row.key and p.group == col.group.key and p.x == col.x]
     if points and all(p.skip for p in points):  # the reason is printed once, in the caption
         return Cell(None, paper=paper, note=f"not run at {scale} scale")
@@ -78,14 +78,26 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper)
     if any(v is None for v in values):  # NaN is not recorded: no query or document had anything to score
         return Cell(None, paper=paper, note="nothing to score in this data")
     f = metric.factor
-    if len(values) == 1 or spec.sweep_select == "best":
-        best = max(range(len(values)), key=values.__getitem__)
+    if len(values) == 1 or spec.sweep_select != "mean":
+        best = max(range(len(values)), key=lambda i: selection_score(spec, row, col, records[i], values[i]))
         m = records[best].data.metrics
         low, high = m.get(f"{metric.metric}/ci95_low"), m.get(f"{metric.metric}/ci95_high")
-        chosen = points[best].key.split("|", 2)[2] if len(values) > 1 else ""
+        chosen = "|".join(points[best].key.split("|")[2 + (spec.x is not None):]) if len(values) > 1 else ""
         return Cell(values[best] * f, None if low is None else low * f, None if high is None else high * f,
                     n_runs=len(values), paper=paper, chosen=chosen)
     return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
+
+
+def selection_score(spec: TableSpec, row: Axis, col: Column, record, value: float) -> float:
+    """What picks a swept row's point: ``best`` its value in this cell; ``best_group`` the mean
+    of every metric of the cell's group (one configuration per dataset, as Qu et al. choose it
+    by the mean F1 over k)."""
+    if spec.sweep_select == "best":
+        return value
+    names = spec.select_by or [spec.metric_name(row, c) for c in spec.columns()
+                               if c.group.key == col.group.key and c.x == col.x]
+    found = [record.data.metrics[n] for n in names if n in record.data.metrics]
+    return statistics.fmean(found) if found else -math.inf
 
 
 def fmt(x: float | None, digits: int) -> str:
@@ -161,7 +173,9 @@ def caption(t: Rendered) -> list[str]:
         lines.append("Models: " + "; ".join(t.models) + ".")
     if s.note:
         lines.append(s.note)
-    over = "best point of the row's sweep" if s.sweep_select == "best" else "± std over the row's sweep"
+    over = {"best": "best point of the row's sweep",
+            "best_group": "at the row's sweep point best on the mean of the group's metrics"}.get(
+        s.sweep_select, "± std over the row's sweep")
     lines.append(f"Each cell: ours [bootstrap 95% interval] ({over}), the paper's value, and ours − paper.")
     return lines
 

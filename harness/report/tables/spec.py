@@ -11,8 +11,14 @@ A row or group that ChunkBench cannot run yet says so with ``missing: <why>`` (a
 not built): it is never run, and its cells print the reason. A file with ``x`` is a figure: the
 grid gets a third axis (one run per row x group x value of ``x.param``), and besides the table it
 renders as a line plot, one panel per group and metric, one line per row; its paper numbers are
-keyed ``<group>/<metric>@<value>``. ``sweep_select: best`` makes a swept row's cell its best
-sweep point (a paper that reports the best chunk size per method) instead of mean ± std.
+keyed ``<group>/<metric>@<value>``. A group may read another run metric for a layout key
+(``metrics: {score: lb_score_task_mean}``: LongBench's score is the mean over its subsets), and
+so may a row (a row's choice wins over its group's).
+``sweep_select: best`` makes a swept row's cell its best
+sweep point (a paper that reports the best chunk size per method) instead of mean ± std, and
+``best_group`` the point best on the mean of the group's metrics (one configuration per dataset),
+or of the run metrics ``select_by`` names (a table that shows F1@5 of the configuration chosen by
+the mean F1 over k).
 
 ``scale`` maps each scale to what changes there. For a row or a group, ``overrides`` replace the
 axis's own (a stand-in for a paper dataset that is not bundled; its ``label`` is shown in the
@@ -22,8 +28,9 @@ rendered header) and ``add`` appends to them (e.g. a reply budget the bundled mo
 
     title: ...            source: ...          numbers: results/papers/<paper>/<table>.csv
     shared: [overrides]   rows: {key: {label, overrides, sweep: {param: [values]}}}
-    groups: {key: {label, overrides, missing}} metrics: {key: {metric, label, factor, digits}}
-    x: {param, label, values: [...], names: [...]}     sweep_select: mean | best
+    groups: {key: {label, overrides, missing, metrics: {key: run metric}}}
+    metrics: {key: {metric, label, factor, digits}}
+    x: {param, label, values: [...], names: [...]}     sweep_select: mean | best | best_group
     scale: {smoke: {shared, rows|groups: {key: {label, overrides, add}}, skip: {key: why}}}
 """
 
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +49,10 @@ from harness.types import ConfigError
 REPO = Path(__file__).resolve().parents[3]
 TABLES = REPO / "configs" / "tables"
 SCALES = ("smoke", "full")
-KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select"}
+SWEEP_SELECT = ("mean", "best", "best_group")
+AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
+KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
+        "select_by"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,7 @@ class Axis:
     overrides: tuple[str, ...]
     sweep: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     missing: str | None = None   # not built yet: never run, the cells say why
+    metrics: tuple[tuple[str, str], ...] = ()   # the axis's own run metric for a layout key
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,7 @@ class TableSpec:
     scales: dict[str, dict[str, Any]]
     x: XAxis | None = None
     sweep_select: str = "mean"
+    select_by: tuple[str, ...] = ()   # best_group: these run metrics instead of the group's
 
     @property
     def paper(self) -> str:
@@ -133,6 +145,7 @@ class TableSpec:
         out = []
         for g in self.groups:
             for m in self.metrics:
+                m = replace(m, metric=dict(g.metrics).get(m.key, m.metric))
                 label = f"{g.label} {m.label}".strip()
                 if self.x is None:
                     out.append(Column(f"{g.key}/{m.key}", label, g, m))
@@ -153,6 +166,10 @@ class TableSpec:
     def stand_ins(self, scale: str) -> list[str]:
         return [self.label(a, kind, scale) for kind, axes in (("rows", self.rows), ("groups", self.groups))
                 for a in axes if self.at(scale, kind, a.key).get("label")]
+
+    def metric_name(self, row: Axis, col: Column) -> str:
+        """The run metric of a cell: the row's own for the column's layout key, else the column's."""
+        return dict(row.metrics).get(col.metric.key, col.metric.metric)
 
     def overrides(self, axis: Axis, kind: str, scale: str) -> tuple[str, ...]:
         at = self.at(scale, kind, axis.key)
@@ -197,10 +214,13 @@ def _axes(node: Any, where: str) -> tuple[Axis, ...]:
     out = []
     for key, spec in node.items():
         spec = spec or {}
+        if not isinstance(spec, dict) or set(spec) - AXIS_KEYS:
+            raise ConfigError(f"{where}.{key}: keys are {', '.join(sorted(AXIS_KEYS))}, got {spec!r}")
         sweep = tuple((str(p), tuple(v)) for p, v in (spec.get("sweep") or {}).items())
         missing = spec.get("missing")
+        metrics = tuple((str(k), str(v)) for k, v in (spec.get("metrics") or {}).items())
         out.append(Axis(str(key), str(spec.get("label", key)), _overrides(spec.get("overrides"), f"{where}.{key}"),
-                        sweep, None if missing is None else str(missing)))
+                        sweep, None if missing is None else str(missing), metrics))
     return tuple(out)
 
 
@@ -231,15 +251,26 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     metrics = tuple(Metric(str(k), str(v["metric"]), str(v.get("label", k)), float(v.get("factor", 1.0)),
                            int(v.get("digits", 4)))
                     for k, v in raw["metrics"].items())
-    scales = raw.get("scale") or {}
+    scales = {k: v or {} for k, v in (raw.get("scale") or {}).items()}
     if set(scales) - set(SCALES):
         raise ConfigError(f"{where}.scale: scales are {', '.join(SCALES)}, got {sorted(scales)}")
     select = str(raw.get("sweep_select", "mean"))
-    if select not in ("mean", "best"):
-        raise ConfigError(f"{where}.sweep_select: mean | best, got {select!r}")
+    select_by = _overrides(raw.get("select_by"), f"{where}.select_by")
+    if select_by and select != "best_group":
+        raise ConfigError(f"{where}.select_by: only with sweep_select: best_group")
+    if select not in SWEEP_SELECT:
+        raise ConfigError(f"{where}.sweep_select: {' | '.join(SWEEP_SELECT)}, got {select!r}")
+    layout = {str(k) for k in raw["metrics"]}
+    for kind in ("rows", "groups"):
+        for key, axis in raw[kind].items():
+            unknown_keys = set((axis or {}).get("metrics") or {}) - layout
+            if unknown_keys:
+                raise ConfigError(f"{where}.{kind}.{key}.metrics: {sorted(unknown_keys)} are not layout metrics "
+                                  f"({sorted(layout)})")
     return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
                      _overrides(raw.get("shared"), f"{where}.shared"), _axes(raw["rows"], f"{where}.rows"),
-                     _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where), select)
+                     _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where),
+                     select, select_by)
 
 
 def all_specs() -> list[TableSpec]:
