@@ -21,6 +21,7 @@ import os
 import pickle
 import tempfile
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +63,25 @@ def without_services(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Timed:
+    """An entry with the seconds it took to compute (an LLM call): a stage that reuses it can
+    still report what computing it costs."""
+
+    value: Any
+    seconds: float
+
+
 class Cache:
     """Stage outputs (pickles) and per-text arrays (embeddings), with hit/miss counts
-    per namespace that the run record reports."""
+    per namespace that the run record reports, and the compute seconds of the timed
+    entries read back (``reused_seconds``)."""
 
     def __init__(self, dir: str | os.PathLike):
         self.dir = Path(dir)
         self.hits: Counter[str] = Counter()
         self.misses: Counter[str] = Counter()
+        self.reused_seconds = 0.0
 
     def _path(self, namespace: str, key: str) -> Path:
         return self.dir / namespace / key[:2] / key
@@ -102,6 +114,18 @@ class Cache:
 
     def put(self, namespace: str, key: str, value: Any) -> None:
         self._write(self._path(namespace, key), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def get_timed(self, namespace: str, key: str) -> Any | None:
+        """A :class:`Timed` entry's value (its seconds added to ``reused_seconds``); an entry
+        stored untimed is returned as it is."""
+        entry = self.get(namespace, key)
+        if isinstance(entry, Timed):
+            self.reused_seconds += entry.seconds
+            return entry.value
+        return entry
+
+    def put_timed(self, namespace: str, key: str, value: Any, seconds: float) -> None:
+        self.put(namespace, key, Timed(value, seconds))
 
     # Arrays are stored raw (float32) rather than pickled: small, fast, and portable.
     def get_array(self, namespace: str, key: str) -> np.ndarray | None:

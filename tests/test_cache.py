@@ -23,6 +23,14 @@ def test_put_get_and_counts(tmp_path):
     assert not list(tmp_path.rglob(".tmp-*"))
 
 
+def test_timed_entries_report_the_seconds_they_save(tmp_path):
+    c = Cache(tmp_path)
+    c.put_timed("llm", "a" * 64, "reply", 2.5)
+    c.put("llm", "b" * 64, "an untimed reply")  # written before entries were timed
+    assert c.get_timed("llm", "a" * 64) == "reply" and c.get_timed("llm", "b" * 64) == "an untimed reply"
+    assert c.get_timed("llm", "c" * 64) is None and c.reused_seconds == 2.5
+
+
 def _writer(args):
     d, i = args
     c = Cache(d)

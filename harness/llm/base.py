@@ -23,6 +23,7 @@ Entries are written per item as soon as a batch returns (a killed run keeps its 
 from __future__ import annotations
 
 import math
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -187,13 +188,15 @@ class LLM(ABC):
         out: list[Any] = [None] * len(items)
         if self.cache is not None:
             for i, k in enumerate(keys):
-                out[i] = self.cache.get("llm", k)
+                out[i] = self.cache.get_timed("llm", k)
         first: dict[str, int] = {}
         todo = [i for i, v in enumerate(out) if v is None and first.setdefault(keys[i], i) == i]
         with tqdm(total=len(todo), desc=desc, unit="call", disable=len(todo) < 2, leave=False) as bar:
             for b in range(0, len(todo), self.batch_size):
                 idx = todo[b:b + self.batch_size]
+                t0 = time.perf_counter()
                 results = compute([items[i] for i in idx])
+                seconds = (time.perf_counter() - t0) / max(len(idx), 1)
                 if len(results) != len(idx):
                     raise LLMError(f"{type(self).__name__}.{op}: backend returned {len(results)} results "
                                    f"for {len(idx)} inputs")
@@ -201,7 +204,7 @@ class LLM(ABC):
                 for i, v in zip(idx, results):
                     out[i] = v
                     if self.cache is not None:
-                        self.cache.put("llm", keys[i], v)
+                        self.cache.put_timed("llm", keys[i], v, seconds)
                 bar.update(len(idx))
         for i, v in enumerate(out):
             if v is None:

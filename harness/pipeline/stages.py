@@ -62,17 +62,20 @@ def load(c: Components, o: Outputs):
 # What a chunking costs besides its time: the texts it embeds and the LLM calls it makes, cached
 # or not (hits + misses of the cache namespaces they go through), kept with the chunks so that a
 # cached rerun reports the cost of computing them.
-# LLM calls answered by the cache are counted too: the chunking's seconds are then less than
-# computing it from scratch costs (a table's later row that reuses an earlier row's calls).
+# The calls the cache answered are counted too (and, for the LLM, separately).
 COSTS = {"cost_embed_texts": ("embeddings", ("hits", "misses")), "cost_llm_calls": ("llm", ("hits", "misses")),
          "cost_llm_calls_from_cache": ("llm", ("hits",))}
 
 
 def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
-    before = c.cache.counts()
+    """Each document's chunks and cost; its seconds are what computing it costs from scratch:
+    the wall time plus the recorded compute time of the LLM calls the cache answered (a row
+    that reuses another row's calls, e.g. HiChunk at another maximum level); embeddings the
+    cache answered count as free."""
+    before, reused = c.cache.counts(), c.cache.reused_seconds
     t0 = time.perf_counter()
     chunked = c.chunker.chunk(docs)
-    seconds = (time.perf_counter() - t0) / len(docs)
+    seconds = (time.perf_counter() - t0 + c.cache.reused_seconds - reused) / len(docs)
     used = c.cache.counts(before)
     totals = {name: sum(used.get(ns, {}).get(kind, 0) for kind in kinds) for name, (ns, kinds) in COSTS.items()}
     # a batch's calls are shared out over its documents (the remainder to the first ones)

@@ -31,6 +31,17 @@ def test_cache_serves_repeats_without_calling_the_backend(tmp_path):
     assert llm.cache.counts()["llm"] == {"hits": 1, "misses": 4}
 
 
+def test_a_cache_hit_reports_the_compute_time_it_saves(tmp_path):
+    import time
+
+    llm = ScriptedLLM(reply=lambda p: time.sleep(0.02) or p.upper())
+    llm.cache = Cache(tmp_path)
+    llm.generate(["a"])
+    assert llm.cache.reused_seconds == 0.0
+    llm.generate(["a"])  # answered by the cache: its recorded compute time counts as reused
+    assert llm.cache.reused_seconds >= 0.02
+
+
 def test_cache_key_is_model_prompt_and_sampling_not_backend(tmp_path):
     cache = Cache(tmp_path)
     first = ScriptedLLM(reply=lambda p: "first", model="m")

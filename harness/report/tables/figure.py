@@ -43,6 +43,10 @@ def draw(t: Rendered):
             if paper:
                 ax.plot([x for x, _ in paper], [v for _, v in paper], color=colour, linestyle="--",
                         marker="o", markerfacecolor="none", label=f"{row.label} (paper)")
+        if not ax.lines and not ax.collections:  # nothing to draw: say why, as the table's cells do
+            notes = {t.cells[(row.key, c.key)].note for row in s.rows for c in columns} - {""}
+            ax.text(0.5, 0.5, textwrap.fill("; ".join(sorted(notes)) or "no value", 30), ha="center",
+                    va="center", transform=ax.transAxes, fontsize=9, color="grey")
         ax.set_xticks(xs, list(s.x.names))
         ax.set_xlabel(s.x.label)
         ax.set_ylabel(metric.label)

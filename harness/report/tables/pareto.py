@@ -7,9 +7,10 @@ were computed, so a cached rerun reports the same), y = one retrieval quality me
 embedded texts and LLM calls per document beside it in the CSV. Only runs that share the
 dataset's most common retrieval setting (retriever, embedder, context and budget) are compared,
 so a point differs from another by its chunker alone; the setting is printed with the plot.
-The Pareto front (no other point is both cheaper and better) is marked. A chunking timed while
-its LLM calls came from the cache (a later row reusing an earlier row's calls) is drawn open
-and counted in the CSV: its seconds understate a cold chunking.
+The Pareto front (no other point is both cheaper and better) is marked. A chunking's seconds are
+what computing it costs from scratch: LLM calls the cache answered count with their recorded
+compute time (embeddings the cache answered count as free; the CSV says how many LLM calls came
+from the cache).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Point:
     seconds_per_doc: float
     embed_texts_per_doc: float
     llm_calls_per_doc: float
-    llm_calls_from_cache_per_doc: float   # > 0: its seconds are less than a cold chunking costs
+    llm_calls_from_cache_per_doc: float
     tables: tuple[str, ...]
     pareto: bool = False
 
@@ -145,10 +146,7 @@ def plot(dataset: str, metric: str, setting: str, pts: list[Point], path: Path, 
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for p in pts:
-        # open marker: timed while its LLM calls came from the cache (a cold chunking costs more)
-        colour = "C3" if p.pareto else "C0"
-        ax.scatter(max(p.seconds_per_doc, 1e-4), p.quality, edgecolors=colour, zorder=3,
-                   facecolors="none" if p.llm_calls_from_cache_per_doc > 0 else colour)
+        ax.scatter(max(p.seconds_per_doc, 1e-4), p.quality, color="C3" if p.pareto else "C0", zorder=3)
         ax.annotate(p.chunker, (max(p.seconds_per_doc, 1e-4), p.quality), fontsize=7, xytext=(3, 3),
                     textcoords="offset points")
     front = [p for p in pts if p.pareto]
