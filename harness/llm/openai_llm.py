@@ -29,19 +29,28 @@ from harness.types import ConfigError
 
 class OpenAILLM(LLM):
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
-                 served_model: str | None = None, tokenizer: str | None = None, max_concurrency: int = 8,
-                 max_retries: int = 5, timeout: float = 600.0, batch_size: int = 256,
-                 cache: Cache | None = None):
+                 served_model: str | None = None, tokenizer: str | None = None, dtype: str | None = None,
+                 quantization: str | None = None, max_concurrency: int = 8, max_retries: int = 5,
+                 timeout: float = 600.0, batch_size: int = 256, cache: Cache | None = None):
         if max_concurrency < 1:
             raise ConfigError(f"llm.max_concurrency must be >= 1, got {max_concurrency}")
         if timeout <= 0:
             raise ConfigError(f"llm.timeout must be > 0, got {timeout}")
-        super().__init__(BUNDLED_ID if model == "bundled" else model, batch_size, cache)
+        super().__init__(BUNDLED_ID if model == "bundled" else model, batch_size, cache, dtype=dtype,
+                         quantization=quantization)
         self.base_url, self.max_concurrency = base_url, max_concurrency
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers take any key
         self.max_retries, self.timeout = max_retries, timeout
-        self.served_model = served_model or model
+        self.model_name, self.served_model = model, served_model or model
         self.tokenizer_name = tokenizer or model
+
+    @property
+    def identity(self) -> dict[str, str | None]:
+        """The server's weights and precision as declared (``llm.dtype``/``llm.quantization``:
+        the client cannot see them), and a local tokenizer other than the model's: scoring
+        sends the token ids it makes."""
+        own = super().identity
+        return own if self.tokenizer_name == self.model_name else {**own, "tokenizer": self.tokenizer_name}
 
     @cached_property
     def client(self):

@@ -35,9 +35,9 @@ class TransformersLLM(LLM):
             raise ConfigError(f"llm.dtype must be float32, bfloat16 or float16, got {dtype!r}")
         if max_model_len <= 0:
             raise ConfigError(f"llm.max_model_len must be > 0, got {max_model_len}")
-        super().__init__(llm_identity(model), batch_size, cache)
+        super().__init__(llm_identity(model), batch_size, cache, dtype=dtype)
         self.model_name = model  # resolved to a path (converting the bundled model) on first use
-        self.dtype, self.max_model_len = dtype, max_model_len
+        self.max_model_len = max_model_len
         self._device = device
 
     @property

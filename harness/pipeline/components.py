@@ -10,17 +10,19 @@ constructor argument that Hydra fills from an interpolation (``embedder: ${embed
 
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass
 from typing import Any
 
 from hydra.errors import InstantiationException
 from hydra.utils import get_class, instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from harness.cache import Cache
 from harness.chunking.base import Chunker
 from harness.data.base import DatasetLoader
+from harness.llm.tokens import READER, reader_name
 from harness.metrics.base import DocumentMetric, QueryMetric
 from harness.respond.responder import LLMResponder
 from harness.retrieval.assemblers import Assembler
@@ -57,11 +59,41 @@ def build_component(node: DictConfig, where: str) -> Any:
         raise ConfigError(f"{where} ({target}): {cause}") from cause
 
 
+SIZED = ("chunker", "context")  # the groups whose `tokenizer` is a size/budget unit (metrics' are word tokenizers)
+
+
+def _uses_reader(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any((k == "tokenizer" and v == READER) or _uses_reader(v) for k, v in value.items())
+    return isinstance(value, list) and any(_uses_reader(v) for v in value)
+
+
+def _with_tokenizer(value: Any, name: str) -> Any:
+    if isinstance(value, dict):
+        return {k: name if k == "tokenizer" and v == READER else _with_tokenizer(v, name) for k, v in value.items()}
+    return [_with_tokenizer(v, name) for v in value] if isinstance(value, list) else value
+
+
+def resolve_reader(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with every ``tokenizer: reader`` of the sized groups replaced by the run's llm's
+    tokenizer (``llm:<model>``, :mod:`harness.llm.tokens`): the components count in it and the
+    stage keys name it. ``cfg`` itself is left as it is (its record shows ``reader``)."""
+    groups = {g: OmegaConf.to_container(cfg[g], resolve=False) for g in SIZED if g in cfg}
+    if not any(_uses_reader(value) for value in groups.values()):
+        return cfg
+    name = reader_name(cfg.get("llm"))
+    resolved = copy.deepcopy(cfg)
+    for g, value in groups.items():
+        resolved[g] = _with_tokenizer(value, name)
+    return resolved
+
+
 EXPECTED = {"dataset": DatasetLoader, "chunker": Chunker, "retriever": Retriever, "context": Assembler,
             "responder": LLMResponder}
 
 
 def build_components(cfg: DictConfig) -> Components:
+    cfg = resolve_reader(cfg)
     built: dict[str, Any] = {}
     for group, kind in EXPECTED.items():
         node = cfg[group]

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.metrics.base import DocumentMetric
-from harness.pipeline.components import Components, build_components
+from harness.pipeline.components import Components, build_components, resolve_reader
 from harness.pipeline.stages import STAGES, Stage
 from harness.types import Document, to_dict
 
@@ -49,8 +49,8 @@ def doc_digest(doc: Document) -> str:
 
 class Pipeline:
     def __init__(self, cfg: DictConfig, components: Components | None = None, log: Callable = print):
-        self.cfg = cfg
-        self.c = components or build_components(cfg)  # every component built (and checked) before any work
+        self.cfg = resolve_reader(cfg)  # `tokenizer: reader` named as the llm's, in the components and the keys
+        self.c = components or build_components(self.cfg)  # every component built (and checked) before any work
         self.cache: Cache = self.c.cache
         self.log = log
         self.keys: dict[str, str | None] = {}

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from harness.hierarchy import check_expand, check_k, k_for, rank
-from harness.text import Tokenizer
+from harness.llm.tokens import tokenizer_for
 from harness.types import Chunk, ConfigError, Context, Ranking, Retrieved
 
 OVERFLOW = ("stop", "truncate")
@@ -27,7 +27,7 @@ OVERFLOW = ("stop", "truncate")
 class Assembler(ABC):
     def __init__(self, unit: str = "tokens", tokenizer: str = "bundled", separator: str = "\n\n",
                  expand: str = "none"):
-        self.tokenizer = Tokenizer(unit, tokenizer)
+        self.tokenizer = tokenizer_for(unit, tokenizer)
         self.separator, self.expand = separator, check_expand(expand)
         self._sizes: dict[str, int] = {}  # chunk id -> size; chunks recur across queries
 

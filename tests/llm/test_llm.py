@@ -193,7 +193,7 @@ def test_logits_guided_configs_compose(make_cfg):
 
     for name, cls in [("logits_guided", LogitsGuidedChunker), ("lgmgc", LGMGCChunker)]:
         comps = build_components(make_cfg(f"chunker={name}"))
-        assert type(comps.chunker) is cls and comps.chunker.llm.identity.startswith("HuggingFaceTB/SmolLM2")
+        assert type(comps.chunker) is cls and comps.chunker.llm.identity["model"].startswith("HuggingFaceTB/SmolLM2")
     with pytest.raises(ConfigError, match="chunker"):
         build_components(make_cfg("chunker=lgmgc", "llm=none"))
 
@@ -368,6 +368,6 @@ def test_building_a_backend_converts_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setenv("CHUNKBENCH_MODELS", str(tmp_path))
     llm = TransformersLLM()  # a fully cached run never needs the weights
-    assert llm.identity == "HuggingFaceTB/SmolLM2-135M-Instruct@Q4_1" and not any(tmp_path.iterdir())
+    assert llm.identity["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct@Q4_1" and not any(tmp_path.iterdir())
     with pytest.raises(ConfigError, match="no model folder"):
         TransformersLLM(model="/nonexistent/model")
