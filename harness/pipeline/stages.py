@@ -129,7 +129,7 @@ def evaluate(c: Components, o: Outputs) -> Evaluation:
 STAGES: tuple[Stage, ...] = (
     Stage("load", 2, ("dataset",), (), load, fingerprint=lambda c: c.dataset.fingerprint()),
     Stage("chunk", 2, ("chunker",), ("load",), chunk, per_document=True),
-    Stage("retrieve", 2, ("retriever",), ("load", "chunk"), retrieve),
+    Stage("retrieve", 3, ("retriever",), ("load", "chunk"), retrieve),
     Stage("assemble", 2, ("context",), ("retrieve",), assemble),
     Stage("respond", 2, ("responder",), ("load", "assemble"), respond, optional=True),
     Stage("evaluate", 3, ("metrics",), ("load", "chunk", "retrieve", "assemble", "respond"), evaluate),

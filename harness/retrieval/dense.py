@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+import numpy as np
 
 from harness.retrieval.base import Retriever
 from harness.retrieval.embedders import SentenceTransformerEmbedder
@@ -41,5 +42,12 @@ class DenseRetriever(Retriever):
     def search(self, index, queries: Sequence[Query], k: int):
         prefix = self.embedder.query_prefix
         qv = self.embedder.encode([prefix + q.question for q in queries], "embed queries")
-        scores, positions = index.search(qv, k)
-        return positions, scores
+        # faiss orders equal scores arbitrarily: widen the search until no row's k-th score
+        # is tied with its last, so the caller can break ties by document position.
+        n = index.ntotal
+        fetch = min(n, k + 1)
+        while True:
+            scores, positions = index.search(qv, fetch)
+            if fetch == n or not np.any(scores[:, k - 1] == scores[:, -1]):
+                return positions, scores
+            fetch = min(n, 2 * fetch)

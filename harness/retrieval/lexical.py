@@ -1,8 +1,15 @@
-"""Lexical retrieval over one chunk collection: BM25 (bm25s) and TF-IDF (scikit-learn).
+"""Lexical retrieval over one chunk collection: BM25 (bm25s, rank_bm25) and TF-IDF (scikit-learn).
 
 Statistics (IDF, average length) are those of the searched collection: with
-``scope=document`` that is the query's own document, as in per-document retrieval.
+``scope=document`` that is the query's own document, as in per-document retrieval, and
+with ``view_index=per_view`` (the default) those of one view's chunks.
 Tokens: lower-cased words, jieba words for Chinese (see ``harness.text.lexical_tokens``).
+
+BM25 ``method``: bm25s's variants (``lucene`` by default: idf = ln(1 + (N - df + 0.5)/(df + 0.5)),
+tf part tf/(tf + k1(1 - b + b dl/avgdl))), or ``okapi``, rank_bm25's ``BM25Okapi``, which
+MC-indexing used (Appendix D.2): idf = ln((N - df + 0.5)/(df + 0.5)), a negative idf
+replaced by 0.25 x the mean idf of the collection's terms, tf part multiplied by (k1 + 1).
+No bm25s variant equals it: ``robertson`` floors a negative idf at 0, ``atire`` takes ln(N/df).
 """
 
 from __future__ import annotations
@@ -16,25 +23,35 @@ from harness.text import lexical_tokens
 from harness.types import Chunk, ConfigError, Query
 
 
+BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+", "okapi")
+
+
 class BM25Retriever(Retriever):
     def __init__(self, scope: str = "document", top_k: int = 100, k1: float = 1.5, b: float = 0.75,
-                 method: str = "lucene"):
-        super().__init__(scope, top_k)
-        methods = ("robertson", "atire", "bm25l", "bm25+", "lucene")
-        if method not in methods:
-            raise ConfigError(f"retriever.method must be one of {', '.join(methods)}; got {method!r}")
+                 method: str = "lucene", view_index: str = "per_view"):
+        super().__init__(scope, top_k, view_index)
+        if method not in BM25_METHODS:
+            raise ConfigError(f"retriever.method must be one of {', '.join(BM25_METHODS)}; got {method!r}")
         if k1 < 0 or not 0 <= b <= 1:
             raise ConfigError(f"retriever.k1 must be >= 0 and retriever.b in [0, 1]; got k1={k1}, b={b}")
         self.k1, self.b, self.method = k1, b, method
 
     def build(self, chunks: Sequence[Chunk]):
+        docs = [lexical_tokens(c.text) for c in chunks]
+        if self.method == "okapi":
+            from rank_bm25 import BM25Okapi
+
+            # rank_bm25 divides by the number of distinct terms: a collection without any has no index.
+            return BM25Okapi(docs, k1=self.k1, b=self.b) if any(docs) else len(chunks)
         import bm25s
 
         index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        index.index([lexical_tokens(c.text) for c in chunks], show_progress=False)
+        index.index(docs, show_progress=False)
         return index
 
     def search(self, index, queries: Sequence[Query], k: int):
+        if isinstance(index, int):
+            return top_k(np.zeros((len(queries), index)), k)
         # Score every chunk (collections are small per document) so ties rank by position.
         scores = np.vstack([index.get_scores(lexical_tokens(q.question)) for q in queries])
         return top_k(scores, k)
@@ -42,8 +59,8 @@ class BM25Retriever(Retriever):
 
 class TfidfRetriever(Retriever):
     def __init__(self, scope: str = "document", top_k: int = 100, sublinear_tf: bool = True,
-                 ngram_max: int = 1):
-        super().__init__(scope, top_k)
+                 ngram_max: int = 1, view_index: str = "per_view"):
+        super().__init__(scope, top_k, view_index)
         if ngram_max < 1:
             raise ConfigError(f"retriever.ngram_max must be >= 1, got {ngram_max}")
         self.sublinear_tf, self.ngram_max = sublinear_tf, ngram_max

@@ -1,5 +1,7 @@
 """Retrievers (dense, BM25, TF-IDF), retrieval scope, context assemblers."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,7 @@ from harness.retrieval.assemblers import TokenBudgetAssembler, TopKAssembler
 from harness.retrieval.dense import DenseRetriever
 from harness.retrieval.embedders import SentenceTransformerEmbedder
 from harness.retrieval.lexical import BM25Retriever, TfidfRetriever
+from harness.retrieval.multi_view import MultiViewAssembler
 from harness.types import Chunk, ConfigError, Query, Retrieved
 
 TEXTS = {
@@ -124,3 +127,80 @@ def test_bad_assembler_parameters():
         TokenBudgetAssembler(overflow="drop")
     with pytest.raises(ConfigError, match="unit must be one of tokens, words, chars"):
         TopKAssembler(unit="bytes")
+
+
+# --- ties by document position (issue 13) -----------------------------------------------------
+
+LAVA = "The volcano erupted and lava flowed into the sea."
+# The later copy of a repeated passage comes first in the collection, as chunkers that emit
+# structure or views before content can leave it.
+REPEATED = [Chunk("t#2", "t", LAVA, 100, 100 + len(LAVA)), Chunk("t#1", "t", "Rates rose again.", 60, 77),
+            Chunk("t#0", "t", LAVA, 0, len(LAVA))]
+
+
+def test_equal_scores_rank_the_earlier_copy_first(retriever_factory):
+    (res,), _ = retriever_factory().retrieve([q("volcano lava", "t")], REPEATED)
+    assert [cid for cid, _ in res.ranked[:2]] == ["t#0", "t#2"] and res.ranked[0][1] == res.ranked[1][1]
+    (top,), _ = retriever_factory(top_k=1).retrieve([q("volcano lava", "t")], REPEATED)
+    assert [cid for cid, _ in top.ranked] == ["t#0"]
+
+
+def test_multi_view_ties_take_the_earlier_copy_in_every_view(retriever_factory):
+    chunks = []
+    for i, start in ((2, 40), (1, 20), (0, 0)):
+        text = LAVA if i != 1 else "Rates rose again."
+        chunks += [Chunk(f"c{i}", "d", text, start, start + len(text)),
+                   Chunk(f"c{i}@keywords", "d", " ".join(text.split()[1:4]), start, start + len(text),
+                         parent_id=f"c{i}", view="keywords")]
+    (res,), _ = retriever_factory().retrieve([q("volcano lava", "d")], chunks)
+    by_id = {c.chunk_id: c for c in chunks}
+    ctx = MultiViewAssembler(k=1, k_per_view=1, unit="words").assemble(res, by_id)
+    assert ctx.ranking.by_view["text"][:2] == ("c0", "c2") and ctx.ranking.by_view["keywords"][:2] == ("c0", "c2")
+    assert ctx.chunk_ids == ("c0",)
+
+
+# --- BM25 variants and per-view statistics (issue 13) -----------------------------------------
+
+PIES = [Chunk(f"p#{i}", "p", t, 20 * i, 20 * i + len(t))
+        for i, t in enumerate(["apple pie", "apple tart", "apple cake", "banana bread"])]
+
+
+def test_bm25_okapi_is_rank_bm25s_formula_and_differs_from_lucene():
+    query = [q("apple banana", "p")]
+    scores = {m: dict(BM25Retriever(method=m).retrieve(query, PIES)[0][0].ranked) for m in ("okapi", "lucene")}
+    # N = 4, every dl = avgdl = 2. Okapi: idf(banana) = ln(3.5/1.5) = ln(7/3); idf(apple) =
+    # ln(1.5/3.5) < 0 is replaced by 0.25 x mean idf over the 6 terms = 0.25 x (5 - 1) ln(7/3) / 6;
+    # tf part 1 x 2.5 / (1 + 1.5) = 1.
+    assert scores["okapi"]["p#3"] == pytest.approx(math.log(7 / 3))
+    assert scores["okapi"]["p#0"] == pytest.approx(math.log(7 / 3) / 6)
+    # Lucene: idf = ln(1 + (N - df + 0.5)/(df + 0.5)), tf part 1 / (1 + 1.5) = 0.4.
+    assert scores["lucene"]["p#3"] == pytest.approx(0.4 * math.log(10 / 3), rel=1e-6)
+    assert scores["lucene"]["p#0"] == pytest.approx(0.4 * math.log(10 / 7), rel=1e-6)
+
+
+def test_okapi_on_a_collection_without_words_scores_zero():
+    (res,), _ = BM25Retriever(method="okapi").retrieve([q("apple", "x")], [Chunk("x#0", "x", "...", 0, 3)])
+    assert res.ranked == (("x#0", 0.0),)
+
+
+def test_per_view_indexes_take_idf_and_length_per_view():
+    chunks = [Chunk("c0", "d", "apple pie", 0, 9), Chunk("c1", "d", "apple bread", 10, 21),
+              Chunk("k0", "d", "apple", 0, 9, parent_id="c0", view="keywords"),
+              Chunk("k1", "d", "bread", 10, 21, parent_id="c1", view="keywords")]
+    query = [q("apple", "d")]
+    per_view = dict(BM25Retriever(view_index="per_view").retrieve(query, chunks)[0][0].ranked)
+    pooled = dict(BM25Retriever(view_index="pooled").retrieve(query, chunks)[0][0].ranked)
+    # Lucene BM25. Per view (N = 2 each): text idf(apple) = ln(1 + 0.5/2.5), keywords ln(1 + 1.5/1.5);
+    # dl = avgdl, so tf part 1/(1 + 1.5) = 0.4.
+    assert per_view["c0"] == pytest.approx(0.4 * math.log(1.2), rel=1e-6)
+    assert per_view["k0"] == pytest.approx(0.4 * math.log(2), rel=1e-6)
+    # Pooled (N = 4, df = 3, avgdl = 1.5): idf ln(10/7); tf part 1/(1 + 1.5 (0.25 + 0.75 dl/1.5)).
+    assert pooled["c0"] == pytest.approx(math.log(10 / 7) / 2.875, rel=1e-6)
+    assert pooled["k0"] == pytest.approx(math.log(10 / 7) / 2.125, rel=1e-6)
+
+
+def test_bad_variant_names():
+    with pytest.raises(ConfigError, match="retriever.method must be one of lucene, .*okapi"):
+        BM25Retriever(method="okapi++")
+    with pytest.raises(ConfigError, match="retriever.view_index must be one of per_view, pooled"):
+        TfidfRetriever(view_index="views")
