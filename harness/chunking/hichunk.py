@@ -80,8 +80,8 @@ class _Walk:
 
 class HiChunkChunker(LLMChunker):
     def __init__(self, llm: LLM, window: int = 16384, max_sentence_chars: int | None = 100,
-                 truncation: str = "code", max_level: int | None = None, size: int = 200, unit: str = "tokens", tokenizer: str = "bundled",
-                 temperature: float = 0.0, max_tokens: int = 4096, batch_size: int = 8):
+                 truncation: str = "code", max_level: int | None = None, size: int = 200, unit: str = "tokens",
+                 tokenizer: str = "bundled", temperature: float = 0.0, max_tokens: int = 4096, batch_size: int = 8):
         super().__init__(llm)
         require_int("window", window, 1)
         require_optional_size("max_sentence_chars", max_sentence_chars)

@@ -7,9 +7,11 @@ earliest on a tie). What follows the cut makes the next input, by ``window``:
 
 - ``paper`` (Sec. 3.1: "the remaining content is concatenated with the next fixed-size chunk
   to form the input"): the rest of the input followed by the next block, so inputs and
-  chunks reach about ``2 * theta`` words. The first input is the first block. Once the blocks
-  run out, the rest is cut again while it exceeds ``theta`` words (the paper's "until the
-  input falls below a threshold", whose value it does not give).
+  chunks reach about ``2 * theta`` words. The first input is the first block. A rest of
+  ``theta`` words or more is an input by itself (the next block waits): the paper bounds the
+  chunk size, and a model that keeps cutting early would otherwise grow the input by a block
+  per cut. Once the blocks run out, the rest is cut again while it exceeds ``theta`` words
+  (the paper's "until the input falls below a threshold", whose value it does not give).
 - ``capped`` (ChunkBench's earlier reading): the rest filled up again with the following
   sentences to at most ``theta`` words, so no chunk exceeds ``theta`` words except a single
   longer sentence; what is left of the document is the last chunk once it fits in ``theta``.
@@ -129,12 +131,9 @@ class LogitsGuidedChunker(LLMChunker):
         if self.window == "capped":
             n = self._fill(w, w.pos)
             return n, w.pos + n == len(w.sentences)
-        if w.fed < len(w.sentences):
+        if w.fed < len(w.sentences) and (w.fed == w.pos or w.count(w.pos, w.fed) < self.theta):
             w.fed += self._fill(w, w.fed)
-            last = w.fed == len(w.sentences) and w.count(w.pos, w.fed) <= self.theta
-        else:
-            last = w.count(w.pos, w.fed) <= self.theta
-        return w.fed - w.pos, last
+        return w.fed - w.pos, w.fed == len(w.sentences) and w.count(w.pos, w.fed) <= self.theta
 
     def _fill(self, w: _Walk, first: int) -> int:
         """How many sentences from ``first`` fit in ``theta`` units (at least one)."""

@@ -378,13 +378,18 @@ def test_logits_guided_windows_paper_and_capped(window, groups, inputs):
     assert seen == inputs and chunker.doc_counts["d"]["windows"] == len(inputs)
 
 
-def test_logits_guided_paper_cuts_the_rest_again_once_the_blocks_run_out():
-    # The model always wants the first sentence: the rest grows by one block per cut, and once the
-    # blocks run out it is cut again until what is left fits theta = 14 words.
-    chunker = LogitsGuidedChunker(ScriptedLLM(score=lambda p, c: [-1.0]), theta=14, chat=False, eos="</s>")
+def test_logits_guided_paper_input_waits_for_a_long_rest():
+    # The model always wants the first sentence. A rest under theta = 14 words takes the next
+    # block ([1] + [2 3]); a rest of 14 ([2 3]) is an input by itself, so inputs stay under 2 theta.
+    # [9] + [10 11] is read with the last block; its rest [10 11] fits theta and ends the document.
+    llm = ScriptedLLM(score=lambda p, c: [-1.0])
+    seen = []
+    score = llm._prefix_logprobs
+    llm._prefix_logprobs = lambda items: seen.extend(len(t.split()) for _, t, _, _ in items) or score(items)
+    chunker = LogitsGuidedChunker(llm, theta=14, chat=False, eos="</s>")
     chunks = chunker.chunk([LG_DOC])[0]
     assert [len(c.text.split()) for c in chunks] == [7] * 10 + [14]
-    assert chunker.doc_counts["d"]["windows"] == 10
+    assert seen == [14] + [21, 14] * 4 + [21]
     with pytest.raises(ConfigError, match=r"chunker.window must be one of paper, capped \(got window='open'\)"):
         LogitsGuidedChunker(ScriptedLLM(), window="open")
 
