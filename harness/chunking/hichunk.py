@@ -2,6 +2,8 @@
 
 1. Sentences numbered as prompt lines, the model answers chunk points (see
    :mod:`harness.chunking.hichunk_format`: Listing A4, the output grammar, the parsing rules).
+   A prompt line shows the sentence's head: ``max_sentence_chars`` (the authors' ``--limit``),
+   times 10 for English under ``truncation="code"`` (``hichunk_format.prompt_text``).
 2. Iterative inference (Algorithm 1, authors' code ``pipeline/chunking/HiChunk/HiChunk.py``):
    a window holds the prompt, the residual lines and as many sentences from ``a`` as fit in
    ``window`` tokens (at least one). Local points are mapped to global line numbers (points on
@@ -42,8 +44,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from harness.chunking.base import require
-from harness.chunking.hichunk_format import (PROMPT, Point, format_lines, parse_points, prompt_text,
-                                             sentence_units, title_text)
+from harness.chunking.hichunk_format import (PROMPT, TRUNCATIONS, Point, format_lines, parse_points,
+                                             prompt_text, sentence_units, title_text)
 from harness.chunking.llm_chunker import LLMChunker
 from harness.chunking.structure_tree import StructureTreeChunker
 from harness.chunking.units import Span, require_int, require_optional_size
@@ -78,11 +80,13 @@ class _Walk:
 
 class HiChunkChunker(LLMChunker):
     def __init__(self, llm: LLM, window: int = 16384, max_sentence_chars: int | None = 100,
-                 max_level: int | None = None, size: int = 200, unit: str = "tokens", tokenizer: str = "bundled",
-                 temperature: float = 0.0, max_tokens: int = 4096, batch_size: int = 8):
+                 truncation: str = "code", max_level: int | None = None, size: int = 200, unit: str = "tokens",
+                 tokenizer: str = "bundled", temperature: float = 0.0, max_tokens: int = 4096, batch_size: int = 8):
         super().__init__(llm)
         require_int("window", window, 1)
         require_optional_size("max_sentence_chars", max_sentence_chars)
+        require(truncation in TRUNCATIONS, f"chunker.truncation must be one of {', '.join(TRUNCATIONS)} "
+                                           f"(got truncation={truncation!r})")
         require_int("max_tokens", max_tokens, 1)
         require_int("batch_size", batch_size, 1)
         require(isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature >= 0,
@@ -95,7 +99,7 @@ class HiChunkChunker(LLMChunker):
             log.warning("hichunk: window %d capped to %d (llm.max_model_len=%d - max_tokens=%d - %d)",
                         window, capped, limit, max_tokens, TEMPLATE_TOKENS)
             window = capped
-        self.window, self.max_sentence_chars = window, max_sentence_chars
+        self.window, self.max_sentence_chars, self.truncation = window, max_sentence_chars, truncation
         self.sampling = Sampling(temperature=float(temperature), max_tokens=max_tokens)
         self.tree = StructureTreeChunker(size, max_level, unit, tokenizer)  # validates size, max_level, unit
         self.batch_size = batch_size  # documents stepped together by the pipeline
@@ -125,7 +129,8 @@ class HiChunkChunker(LLMChunker):
 
     def _walk(self, doc: Document) -> _Walk:
         units = sentence_units(doc.text, doc.language)
-        return _Walk(doc, units, [prompt_text(doc.text[s:e], self.max_sentence_chars) for s, e in units])
+        return _Walk(doc, units, [prompt_text(doc.text[s:e], self.max_sentence_chars, self.truncation)
+                                  for s, e in units])
 
     def _window(self, w: _Walk) -> tuple[str, int]:
         """The prompt for the window at ``w.start`` and how many sentences it holds (>= 1)."""

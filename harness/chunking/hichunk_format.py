@@ -7,10 +7,9 @@ training data writes it ("12, Level Two, True"; github.com/TencentYoutuResearch/
 
 - Sentences: the text is split into lines, each line into sentences; a sentence shorter than
   ``MIN_SENTENCE_CHARS`` is merged into the next one of its line.
-- The prompt shows a sentence without its leading markdown "#" marks, cut to its first
-  ``max_chars`` characters (§5.3: "the length of each sentence is limited to within 100
-  characters"; the code keeps the head and drops the rest). Only the prompt is cut: chunk
-  points index whole sentences of the document.
+- The prompt shows a sentence without its leading markdown "#" marks, cut to its head (see
+  ``prompt_text``; the tail is dropped). Only the prompt is cut: chunk points index whole
+  sentences of the document.
 - Levels are "Level One" ... "Level Ten" (at most ``MAX_LEVELS``).
 
 ``parse_points`` reads well-formed, malformed and adversarial replies: see its docstring.
@@ -38,6 +37,8 @@ PROMPT = ('You are an assistant good at reading and formatting documents, and yo
           'where each element is in the format of: "{line number}, {segment level}, {be a title?}".'
           '\n\n>>> Input text:\n')
 
+TRUNCATIONS = ("code", "paper")
+ENGLISH_FACTOR = 10      # HiChunk.py sentence_truncation: len_factor for a sentence without Chinese
 MIN_SENTENCE_CHARS = 10  # HiChunk.py sentence_split_en: shorter sentences join the next one
 MAX_LEVELS = 10          # "Level One" .. "Level Ten" (HiChunk.py level_dict_en)
 _LEVEL_WORDS = {w: i + 1 for i, w in enumerate(
@@ -85,10 +86,25 @@ def sentence_units(text: str, language: str = "en") -> list[Span]:
     return units
 
 
-def prompt_text(sentence: str, max_chars: int | None) -> str:
-    """A sentence as the prompt shows it: leading "#" marks removed, cut to ``max_chars``."""
+def prompt_text(sentence: str, max_chars: int | None, truncation: str = "code") -> str:
+    """A sentence as the prompt shows it: leading "#" marks removed, cut to its head.
+
+    ``truncation="paper"`` (§5.3: "the length of each sentence is limited to within 100
+    characters"): ``max_chars`` characters. ``"code"`` (HiChunk.py ``text2sentence`` with
+    ``--limit max_chars`` as ``hi_chunking.sh`` runs it, ``sentence_truncation``): ``10 *
+    max_chars`` characters for a sentence without Chinese characters (U+4E00..U+9FA5, the code's
+    ``is_english``, tested per sentence), ``max_chars`` for one with; a heading is cut as
+    "# " + its text, so its text keeps 2 characters fewer.
+    """
     text = _HEADING.sub("", sentence).replace("\n", " ")
-    return text if max_chars is None else text[:max_chars]
+    if max_chars is None:
+        return text
+    if truncation == "paper":
+        return text[:max_chars]
+    limit = max_chars if any("\u4e00" <= ch <= "\u9fa5" for ch in text) else ENGLISH_FACTOR * max_chars
+    if "#" in sentence[:len(sentence) - len(text)]:
+        limit = max(limit - 2, 0)
+    return text[:limit]
 
 
 def title_text(sentence: str) -> str:

@@ -1,21 +1,31 @@
 """LGMGC's Logits-Guided chunker "LG" and the full LGMGC (Liu et al., Sec. 3.1 and 3.3).
 
-LG: a window of at most ``theta`` words of whole sentences s_1..s_n; for every k, the
-model's probability of ending its answer right after s_1..s_k,
-p([EOS] | rho, s_1 + ... + s_k) (Eq. 1); the chunk ends at the argmax (the earliest on a
-tie), and the rest of the window starts the next one, filled up again to ``theta``
-words. When what is left of the document fits in one window it is the last chunk (the
-paper's "until the input falls below a threshold"), so no chunk exceeds ``theta`` words
-except a single longer sentence, which is a chunk of its own.
+LG: the document is a stream of blocks of at most ``theta`` words of whole sentences. For an
+input s_1..s_n and every k, the model's probability of ending its answer right after
+s_1..s_k, p([EOS] | rho, s_1 + ... + s_k) (Eq. 1); the chunk ends at the argmax (the
+earliest on a tie). What follows the cut makes the next input, by ``window``:
 
-The paper fills each window by recursive chunking and does not publish rho. Here windows
-are packs of whole sentences (the candidate break points are sentence ends either way),
+- ``paper`` (Sec. 3.1: "the remaining content is concatenated with the next fixed-size chunk
+  to form the input"): the rest of the input followed by the next block, so inputs and
+  chunks reach about ``2 * theta`` words. The first input is the first block. A rest of
+  ``theta`` words or more is an input by itself (the next block waits): the paper bounds the
+  chunk size, and a model that keeps cutting early would otherwise grow the input by a block
+  per cut. Once the blocks run out, the rest is cut again while it exceeds ``theta`` words
+  (the paper's "until the input falls below a threshold", whose value it does not give).
+- ``capped`` (ChunkBench's earlier reading): the rest filled up again with the following
+  sentences to at most ``theta`` words, so no chunk exceeds ``theta`` words except a single
+  longer sentence; what is left of the document is the last chunk once it fits in ``theta``.
+
+An input of one sentence is a chunk without asking the model.
+
+The paper makes the blocks by recursive chunking and does not publish rho. Here blocks are
+greedy packs of whole sentences (the candidate break points are sentence ends either way),
 and rho is ``prompt`` (config): with ``chat: true`` it is the user turn of the model's chat
 template and the text so far is the start of the assistant's answer, so [EOS] is the
 end-of-turn token (``eos: null`` takes the tokenizer's ``eos_token``).
 
-The windows of all documents of a batch are scored in one ``llm.prefix_logprobs`` call:
-the transformers backend reads every sentence end of a window off one forward pass, vLLM
+The inputs of all documents of a batch are scored in one ``llm.prefix_logprobs`` call:
+the transformers backend reads every sentence end of an input off one forward pass, vLLM
 scores the prefixes as a batch; the LLM-call cache makes a rerun free.
 
 LGMGC: the LG chunks are the level-1 parents of the Multi-Granular chunker (Sec. 3.3),
@@ -38,17 +48,24 @@ from harness.text import sentence_spans
 from harness.types import Chunk, Document
 
 DEFAULT_PROMPT = "Write a passage of text."
+WINDOWS = ("paper", "capped")
 
 
 @dataclass
 class _Walk:
-    """One document's progress: its sentences and the index of the first unchunked one."""
+    """One document's progress: its sentences, the first unchunked one (``pos``) and, for
+    ``window="paper"``, the end of the blocks read into the input so far (``fed``)."""
 
     doc: Document
     sentences: list[tuple[int, int]]
     units: UnitIndex
     pos: int = 0
+    fed: int = 0
     cuts: list[tuple[int, int]] = field(default_factory=list)
+
+    def count(self, first: int, stop: int) -> int:
+        """Units of sentences ``first .. stop - 1``."""
+        return self.units.count(self.sentences[first][0], self.sentences[stop - 1][1])
 
     @property
     def done(self) -> bool:
@@ -56,13 +73,15 @@ class _Walk:
 
 
 class LogitsGuidedChunker(LLMChunker):
-    def __init__(self, llm: LLM, theta: int = 200, unit: str = "words", tokenizer: str = "bundled",
-                 prompt: str = DEFAULT_PROMPT, chat: bool = True, eos: str | None = None, batch_size: int = 8):
+    def __init__(self, llm: LLM, theta: int = 200, window: str = "paper", unit: str = "words",
+                 tokenizer: str = "bundled", prompt: str = DEFAULT_PROMPT, chat: bool = True, eos: str | None = None,
+                 batch_size: int = 8):
         super().__init__(llm)
         require_int("theta", theta, 1)
+        require(window in WINDOWS, f"chunker.window must be one of {', '.join(WINDOWS)} (got window={window!r})")
         require_int("batch_size", batch_size, 1)
         require(isinstance(prompt, str), f"chunker.prompt must be a string, got {prompt!r}")
-        self.theta, self.prompt, self.chat, self._eos = theta, prompt, chat, eos
+        self.theta, self.window, self.prompt, self.chat, self._eos = theta, window, prompt, chat, eos
         self.tokenizer = make_tokenizer(unit, tokenizer)
         self.batch_size = batch_size  # documents stepped together by the pipeline
 
@@ -86,9 +105,9 @@ class LogitsGuidedChunker(LLMChunker):
             for w in walks:
                 if w.done:
                     continue
-                n = self._window(w)
-                if w.pos + n == len(w.sentences) or n == 1:
-                    # The rest fits (last chunk) or one sentence fills the window: nothing to choose.
+                n, last = self._input(w)
+                if last or n == 1:
+                    # The last chunk, or one sentence fills the input: nothing to choose.
                     self._cut(w, n)
                     continue
                 start = w.sentences[w.pos][0]
@@ -106,10 +125,20 @@ class LogitsGuidedChunker(LLMChunker):
                 self._cut(w, int(np.argmax(window)) + 1)
         return [spans_to_chunks(w.doc, w.cuts, level=1) for w in walks]
 
-    def _window(self, w: _Walk) -> int:
-        """How many sentences from ``w.pos`` fit in ``theta`` units (at least one)."""
-        start, n = w.sentences[w.pos][0], 1
-        while w.pos + n < len(w.sentences) and w.units.count(start, w.sentences[w.pos + n][1]) <= self.theta:
+    def _input(self, w: _Walk) -> tuple[int, bool]:
+        """The sentences of the next input from ``w.pos`` (reading the next block into it, for
+        ``window="paper"``) and whether they are the document's last chunk."""
+        if self.window == "capped":
+            n = self._fill(w, w.pos)
+            return n, w.pos + n == len(w.sentences)
+        if w.fed < len(w.sentences) and (w.fed == w.pos or w.count(w.pos, w.fed) < self.theta):
+            w.fed += self._fill(w, w.fed)
+        return w.fed - w.pos, w.fed == len(w.sentences) and w.count(w.pos, w.fed) <= self.theta
+
+    def _fill(self, w: _Walk, first: int) -> int:
+        """How many sentences from ``first`` fit in ``theta`` units (at least one)."""
+        n = 1
+        while first + n < len(w.sentences) and w.count(first, first + n + 1) <= self.theta:
             n += 1
         return n
 
@@ -120,13 +149,14 @@ class LogitsGuidedChunker(LLMChunker):
 
 
 class LGMGCChunker(LogitsGuidedChunker):
-    """LGMGC (Sec. 3.3): logits-guided parents of at most ``theta`` words, multi-granular
+    """LGMGC (Sec. 3.3): logits-guided parents (up to about ``2 * theta`` words with
+    ``window="paper"``, at most ``theta`` with ``"capped"``), multi-granular
     children of ``theta // d`` words for each of ``divisors`` (pair with context=parent_max)."""
 
-    def __init__(self, llm: LLM, theta: int = 200, divisors: Sequence[int] = (2, 4), unit: str = "words",
-                 tokenizer: str = "bundled", prompt: str = DEFAULT_PROMPT, chat: bool = True, eos: str | None = None,
-                 batch_size: int = 8):
-        super().__init__(llm, theta, unit, tokenizer, prompt, chat, eos, batch_size)
+    def __init__(self, llm: LLM, theta: int = 200, divisors: Sequence[int] = (2, 4), window: str = "paper",
+                 unit: str = "words", tokenizer: str = "bundled", prompt: str = DEFAULT_PROMPT, chat: bool = True,
+                 eos: str | None = None, batch_size: int = 8):
+        super().__init__(llm, theta, window, unit, tokenizer, prompt, chat, eos, batch_size)
         self.granular = MultiGranularChunker(theta, divisors, unit, tokenizer)
 
     def chunk(self, docs: Sequence[Document]) -> list[list[Chunk]]:

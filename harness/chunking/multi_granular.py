@@ -1,5 +1,6 @@
 """LGMGC's Multi-Granular chunker, "MG" (Liu et al., "Logits-Guided Multi-Granular Chunker",
-Sec. 3.2): parents of ``theta`` words by recursive splitting, each re-split into children
+Sec. 3.2): parents of ``theta`` words by recursive splitting (LangChain's by default, the
+paper's ref. [8]), each re-split into children
 of ``theta/2`` and ``theta/4`` words that never cut a sentence.
 
 Every granularity is searched, and a parent scores as the best of itself and its
@@ -20,7 +21,7 @@ from harness.types import Chunk, Document
 
 
 class MultiGranularChunker(Chunker):
-    """Level-1 parents of at most ``theta`` units (:class:`RecursiveChunker`), each followed by
+    """Level-1 parents of at most ``theta`` units (:class:`RecursiveChunker` of ``style``), each followed by
     its children: packs of whole sentences of at most ``theta // d`` units for each of
     ``divisors``, at levels 2, 3, ... in that order. A sentence longer than a child size
     stays whole, a child of its own over that size.
@@ -36,10 +37,10 @@ class MultiGranularChunker(Chunker):
     """
 
     def __init__(self, theta: int = 200, divisors: Sequence[int] = (2, 4), unit: str = "words",
-                 tokenizer: str = "bundled"):
+                 tokenizer: str = "bundled", style: str = "langchain"):
         require_int("theta", theta, 1)
         _require_divisors(divisors, theta)
-        self._parents = RecursiveChunker(size=theta, unit=unit, tokenizer=tokenizer)
+        self._parents = RecursiveChunker(size=theta, unit=unit, tokenizer=tokenizer, style=style)
         self.theta, self.divisors = theta, tuple(divisors)
         self.tokenizer = self._parents.tokenizer
 

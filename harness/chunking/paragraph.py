@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 from harness.chunking.base import Chunker, require, spans_to_chunks
@@ -10,13 +11,20 @@ from harness.chunking.units import Span, UnitIndex, make_tokenizer, require_opti
 from harness.text import trim_span
 from harness.types import Chunk, ConfigError, Document
 
+log = logging.getLogger(__name__)
+
+# A document this long that the pattern leaves whole is almost surely not one paragraph: its
+# paragraphs are set apart some other way (single newlines, indentation) than the pattern expects.
+LONG_DOCUMENT_CHARS = 5000
+
 
 class ParagraphChunker(Chunker):
     """Splits the text wherever ``pattern`` matches (blank lines by default).
 
     Matched text stays with the paragraph before it, so a pattern that matches more
     than whitespace loses nothing. With ``max_size`` set, a paragraph longer than that
-    many units is sub-split into packs of whole sentences.
+    many units is sub-split into packs of whole sentences. A long document (over
+    ``LONG_DOCUMENT_CHARS`` characters) found to be one paragraph is logged as a warning.
     """
 
     def __init__(self, pattern: str = r"\n\s*\n", max_size: int | None = None,
@@ -36,6 +44,10 @@ class ParagraphChunker(Chunker):
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
         paragraphs = self.paragraphs(doc.text)
+        if len(paragraphs) == 1 and len(doc.text) > LONG_DOCUMENT_CHARS:
+            log.warning("paragraph chunker: document %r is one paragraph of %d characters: chunker.pattern "
+                        "'%s' finds no break (paragraphs on single lines need chunker.pattern='\\n')",
+                        doc.doc_id, len(doc.text), self.pattern.pattern.replace("\n", "\\n"))
         if self.max_size is None:
             return spans_to_chunks(doc, paragraphs)
         units = UnitIndex(doc.text, self.tokenizer)

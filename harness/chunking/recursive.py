@@ -1,42 +1,117 @@
-"""LangChain-style recursive splitting, done on spans so repeated text keeps its true offsets."""
+"""Recursive separator splitting in two styles, done on spans so repeated text keeps its true offsets.
+
+``style: langchain`` is LangChain's ``RecursiveCharacterTextSplitter`` (``langchain_text_splitters``,
+``character.py`` ``_split_text`` and ``base.py`` ``TextSplitter._merge_splits``, defaults
+``keep_separator=True``, ``strip_whitespace=True``, literal separators), the "Recursive Chunker"
+baseline of the papers (LGMGC ref. [8], Kamradt's LevelsOfTextSplitting tutorial, which runs it):
+
+- the first separator found in the text (or ``""``) splits it; the separator starts the piece after it;
+- ``""`` splits into characters, and pieces split by it, or by the last separator, are not split again;
+- a piece is small when its length is ``< size``; other pieces are split with the later separators,
+  or kept whole when none is left;
+- runs of small pieces are merged greedily while the sum of their lengths stays ``<= size``; after a
+  chunk, pieces are dropped from its front while their sum exceeds ``overlap`` (or leaves no room for
+  the next piece), and the rest starts the next chunk;
+- the length function (``unit``) counts each piece on its own, as LangChain's ``length_function``.
+
+LangChain returns text; here a chunk is the span from its first piece to its last, whitespace
+trimmed (LangChain strips merged chunks too; a piece kept whole is trimmed here, not there).
+
+``style: chunkbench`` is ChunkBench's earlier splitter: a separator ends the piece before it, a
+piece fits at ``<= size`` units counted on the document's tokenization, ``""`` splits into units,
+and ``overlap`` repeats whole pieces (:func:`harness.chunking.units.pack`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 
 from harness.chunking.base import Chunker, require, spans_to_chunks
 from harness.chunking.units import Span, UnitIndex, make_tokenizer, pack, require_int
 from harness.types import Chunk, Document
 
-DEFAULT_SEPARATORS = ("\n\n", "\n", "。", ". ", " ", "")
+STYLES = ("langchain", "chunkbench")
+# LangChain's default separators; ChunkBench's add Chinese and English sentence ends.
+DEFAULT_SEPARATORS = {"langchain": ("\n\n", "\n", " ", ""),
+                      "chunkbench": ("\n\n", "\n", "。", ". ", " ", "")}
 
 
 class RecursiveChunker(Chunker):
-    """Split on the first separator present, pack pieces up to ``size`` units, recurse into
-    pieces still too long with the remaining separators.
+    """Split on the first separator present, merge pieces up to ``size`` units, recurse into
+    pieces still too long with the remaining separators (rules of ``style``: module docstring).
 
-    A separator stays attached to the piece before it. ``""`` splits into single units.
-    A piece still too long when the separators run out is kept whole, as in LangChain.
-    ``overlap`` units of whole pieces are repeated between consecutive packed chunks.
+    ``separators`` null takes the style's default (:data:`DEFAULT_SEPARATORS`).
     """
 
     def __init__(self, size: int = 200, overlap: int = 0, unit: str = "tokens",
-                 tokenizer: str = "bundled", separators: Sequence[str] = DEFAULT_SEPARATORS):
+                 tokenizer: str = "bundled", separators: Sequence[str] | None = None,
+                 style: str = "langchain"):
+        require(style in STYLES, f"chunker.style must be one of {', '.join(STYLES)} (got style={style!r})")
         require_int("size", size, 1)
         require_int("overlap", overlap, 0)
         require(overlap < size,
                 f"chunker.overlap must be < chunker.size (got overlap={overlap}, size={size})")
+        separators = DEFAULT_SEPARATORS[style] if separators is None else separators
         # YAML lists arrive as ListConfig: accept any non-string sequence of strings.
         require(not isinstance(separators, str) and len(separators) > 0
                 and all(isinstance(s, str) for s in separators),
                 f"chunker.separators must be a non-empty list of strings (got separators={separators!r})")
-        self.size, self.overlap = size, overlap
+        self.size, self.overlap, self.style = size, overlap, style
         self.separators = tuple(separators)
         self.tokenizer = make_tokenizer(unit, tokenizer)
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
-        units = UnitIndex(doc.text, self.tokenizer)
-        return spans_to_chunks(doc, self._split(doc.text, units, 0, len(doc.text), self.separators))
+        text, end = doc.text, len(doc.text)
+        if self.style == "chunkbench":
+            return spans_to_chunks(doc, self._split(text, UnitIndex(text, self.tokenizer), 0, end, self.separators))
+        counts: dict[Span, int] = {}
+
+        def length(piece: Span) -> int:
+            if piece not in counts:
+                counts[piece] = self.tokenizer.count(text[piece[0]:piece[1]])
+            return counts[piece]
+        return spans_to_chunks(doc, self._split_langchain(text, length, 0, end, self.separators))
+
+    # --- style: langchain ---------------------------------------------------------------
+
+    def _split_langchain(self, text: str, length: Callable[[Span], int], start: int, end: int,
+                         separators: tuple[str, ...]) -> list[Span]:
+        """``RecursiveCharacterTextSplitter._split_text`` on ``text[start:end]``."""
+        separator, rest = separators[-1], ()
+        for i, sep in enumerate(separators):
+            if sep == "" or text.find(sep, start, end) >= 0:
+                separator, rest = sep, (separators[i + 1:] if sep else ())
+                break
+        spans: list[Span] = []
+        small: list[Span] = []
+        for piece in _pieces_led_by(text, start, end, separator):
+            if length(piece) < self.size:
+                small.append(piece)
+                continue
+            spans += self._merge_langchain(small, length)
+            small = []
+            spans += self._split_langchain(text, length, *piece, rest) if rest else [piece]
+        return spans + self._merge_langchain(small, length)
+
+    def _merge_langchain(self, pieces: list[Span], length: Callable[[Span], int]) -> list[Span]:
+        """``TextSplitter._merge_splits`` with the empty join separator that ``keep_separator`` uses."""
+        spans: list[Span] = []
+        current: deque[Span] = deque()
+        total = 0
+        for piece in pieces:
+            n = length(piece)
+            if total + n > self.size and current:
+                spans.append((current[0][0], current[-1][1]))
+                while total > self.overlap or (total + n > self.size and total > 0):
+                    total -= length(current.popleft())
+            current.append(piece)
+            total += n
+        if current:
+            spans.append((current[0][0], current[-1][1]))
+        return spans
+
+    # --- style: chunkbench --------------------------------------------------------------
 
     def _split(self, text: str, units: UnitIndex, start: int, end: int,
                separators: tuple[str, ...]) -> list[Span]:
@@ -55,6 +130,20 @@ class RecursiveChunker(Chunker):
             small = []
             spans += self._split(text, units, *piece, rest)
         return spans + pack(small, units, self.size, overlap_units=self.overlap)
+
+
+def _pieces_led_by(text: str, start: int, end: int, separator: str) -> list[Span]:
+    """Non-empty contiguous pieces of ``[start, end)``, each but the first starting with an occurrence
+    of ``separator`` (non-overlapping, leftmost first, as ``re.split``); ``""``: single characters."""
+    if separator == "":
+        return [(i, i + 1) for i in range(start, end)]
+    cuts = []
+    at = text.find(separator, start, end)
+    while at >= 0:
+        cuts.append(at)
+        at = text.find(separator, at + len(separator), end)
+    bounds = [start, *cuts, end]
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
 
 
 def _pieces(text: str, units: UnitIndex, start: int, end: int, separator: str) -> list[Span]:

@@ -1,4 +1,5 @@
-"""LumberChunker and HiChunk (issue 5): parsing, the inference loops, fallbacks, counts, configs.
+"""LumberChunker, HiChunk (issue 5) and the Logits-Guided windows: parsing, the inference loops, fallbacks,
+counts, configs.
 
 Unit tests drive the chunkers with ScriptedLLM (tokens = whitespace words); one slow test runs
 both with the bundled SmolLM2-135M on a real OHR-Bench document.
@@ -13,6 +14,7 @@ from harness.chunking.base import check_chunks
 from harness.chunking.hichunk import HiChunkChunker
 from harness.chunking.hichunk_format import (PROMPT as HC_PROMPT, Point, parse_points, prompt_text,
                                              sentence_units)
+from harness.chunking.logits_guided import LogitsGuidedChunker
 from harness.chunking.lumber import PROMPT as LC_PROMPT, LumberChunker, parse_shift_id
 from harness.retrieval.auto_merge import AutoMergeAssembler
 from harness.types import ConfigError, Document, Retrieved
@@ -138,7 +140,26 @@ def test_hichunk_sentence_units_and_prompt_text():
     # a line's last sentence stays even when short.
     assert units == ["# Intro", "Ok. This sentence is long enough.", "End", "Another line that is long enough."]
     assert prompt_text("## Results and discussion", None) == "Results and discussion"
-    assert prompt_text("x" * 150, 100) == "x" * 100
+    assert prompt_text("x" * 150, 100, "paper") == "x" * 100
+
+
+def test_hichunk_prompt_cut_per_language_as_the_authors_code():
+    # code: --limit 100 shows 1000 characters of a sentence without Chinese characters, 100 of one
+    # with any; a heading is cut as "# " + text. paper: 100 characters of every sentence.
+    english, chinese, mixed = "x" * 1200, "数据" * 80, "Then 数 appears. " + "y" * 200
+    assert [len(prompt_text(t, 100)) for t in (english, chinese, mixed)] == [1000, 100, 100]
+    assert [len(prompt_text(t, 100, "paper")) for t in (english, chinese, mixed)] == [100, 100, 100]
+    assert prompt_text("## " + "z" * 1200, 100) == "z" * 998
+    assert prompt_text("## " + "z" * 1200, 100, "paper") == "z" * 100
+    assert prompt_text("x" * 150, 100) == "x" * 150
+
+
+@pytest.mark.parametrize("truncation, shown", [("code", 300), ("paper", 100)])
+def test_hichunk_prompt_lines_follow_truncation(truncation, shown):
+    llm = ScriptedLLM(reply=lambda p: "0, Level One, True")
+    doc = Document("t", "w" * 300 + "\nA short second line here.")
+    HiChunkChunker(llm, window=400, truncation=truncation, unit="words").chunk([doc])
+    assert llm.prompts[0][len(HC_PROMPT):].splitlines() == ["0 @ " + "w" * shown, "1 @ A short second line here."]
 
 
 @pytest.mark.parametrize("reply, points, counts", [
@@ -203,7 +224,7 @@ def _hichunk(llm, lines=30, **kw):
     """A window of the prompt plus ``lines`` sentence lines."""
     kw = {"size": 12, "unit": "words", **kw}
     return HiChunkChunker(llm, window=len(HC_PROMPT.split()) + LINE_TOKENS * lines, max_sentence_chars=4,
-                          max_tokens=64, **kw)
+                          truncation="paper", max_tokens=64, **kw)
 
 
 def test_hichunk_iterative_inference_global_points():
@@ -318,6 +339,8 @@ def test_hichunk_empty_document_and_config_errors():
         HiChunkChunker(ScriptedLLM(), max_level=0)
     with pytest.raises(ConfigError, match="temperature"):
         HiChunkChunker(ScriptedLLM(), temperature=-1)
+    with pytest.raises(ConfigError, match=r"chunker.truncation must be one of code, paper \(got truncation='head'\)"):
+        HiChunkChunker(ScriptedLLM(), truncation="head")
 
 
 def test_hichunk_window_capped_to_model_length():
@@ -327,6 +350,48 @@ def test_hichunk_window_capped_to_model_length():
     assert HiChunkChunker(llm, window=2000, max_tokens=512).window == 2000
     with pytest.raises(ConfigError, match="max_tokens"):
         HiChunkChunker(llm, max_tokens=8192)
+
+
+# --- Logits-Guided windows ------------------------------------------------------------------
+
+LG_SENTENCES = [f"Sentence number {i} talks about topic {i // 3}." for i in range(12)]  # 7 words each
+LG_DOC = Document("d", " ".join(LG_SENTENCES))
+
+
+@pytest.mark.parametrize("window, groups, inputs", [
+    # Blocks of theta = 14 words: [0 1] [2 3] ... [10 11]. The model wants to stop after 1, 4, 6, 9;
+    # elsewhere all ends tie and the first wins. paper: the rest + the next block, e.g. [7] + [8 9]
+    # -> cut after 9: a 21-word chunk; [10 11] is the last block and fits, so it ends the document.
+    ("paper", [[0, 1], [2], [3, 4], [5, 6], [7, 8, 9], [10, 11]], [14, 14, 21, 21, 21]),
+    # capped: the rest refilled to 14 words: [7 8] cuts after 7, and no chunk exceeds 14 words.
+    ("capped", [[0, 1], [2], [3, 4], [5, 6], [7], [8, 9], [10, 11]], [14, 14, 14, 14, 14, 14]),
+])
+def test_logits_guided_windows_paper_and_capped(window, groups, inputs):
+    llm = ScriptedLLM(score=lambda p, c: [0.0 if any(p.endswith(LG_SENTENCES[i]) for i in (1, 4, 6, 9)) else -9.0])
+    seen = []
+    score = llm._prefix_logprobs
+    llm._prefix_logprobs = lambda items: seen.extend(len(t.split()) for _, t, _, _ in items) or score(items)
+    chunker = LogitsGuidedChunker(llm, theta=14, window=window, chat=False, eos="</s>")
+    chunks = chunker.chunk([LG_DOC])[0]
+    check_chunks(LG_DOC, chunks, covering=True)
+    assert [c.text for c in chunks] == [" ".join(LG_SENTENCES[i] for i in g) for g in groups]
+    assert seen == inputs and chunker.doc_counts["d"]["windows"] == len(inputs)
+
+
+def test_logits_guided_paper_input_waits_for_a_long_rest():
+    # The model always wants the first sentence. A rest under theta = 14 words takes the next
+    # block ([1] + [2 3]); a rest of 14 ([2 3]) is an input by itself, so inputs stay under 2 theta.
+    # [9] + [10 11] is read with the last block; its rest [10 11] fits theta and ends the document.
+    llm = ScriptedLLM(score=lambda p, c: [-1.0])
+    seen = []
+    score = llm._prefix_logprobs
+    llm._prefix_logprobs = lambda items: seen.extend(len(t.split()) for _, t, _, _ in items) or score(items)
+    chunker = LogitsGuidedChunker(llm, theta=14, chat=False, eos="</s>")
+    chunks = chunker.chunk([LG_DOC])[0]
+    assert [len(c.text.split()) for c in chunks] == [7] * 10 + [14]
+    assert seen == [14] + [21, 14] * 4 + [21]
+    with pytest.raises(ConfigError, match=r"chunker.window must be one of paper, capped \(got window='open'\)"):
+        LogitsGuidedChunker(ScriptedLLM(), window="open")
 
 
 # --- configs --------------------------------------------------------------------------------

@@ -104,6 +104,61 @@ def test_recursive_accepts_yaml_list_of_separators():
     assert texts(chunk(chunker, "a b\n\nc d e")) == ["a b", "c d", "e"]
 
 
+# LangChain's RecursiveCharacterTextSplitter (style="langchain", the default) against ChunkBench's
+# earlier splitter (style="chunkbench"), hand-worked from LangChain's rules (recursive.py docstring).
+
+def _both(text, **kw):
+    return {style: texts(chunk(RecursiveChunker(style=style, **kw), text)) for style in ("langchain", "chunkbench")}
+
+
+def test_recursive_langchain_puts_the_separator_before_the_next_piece():
+    # LangChain: pieces "aaa" " bbb" " ccc" (3, 4, 4 chars): 3 + 4 <= 7, + 4 > 7.
+    # ChunkBench: pieces "aaa " "bbb " "ccc" (4, 4, 3): 4 + 4 > 7, then 4 + 3 <= 7.
+    assert _both("aaa bbb ccc", size=7, unit="chars", separators=[" ", ""]) == {
+        "langchain": ["aaa bbb", "ccc"], "chunkbench": ["aaa", "bbb ccc"]}
+
+
+def test_recursive_langchain_overlap_drops_pieces_from_the_front():
+    # LangChain: after "a b c" (1+2+2 = 5 chars) the front is dropped while the sum exceeds 2
+    # ("a", " b": 5 -> 2), so " c" (2) starts the next chunk: every chunk repeats one piece.
+    # ChunkBench: pieces "a " .. "e " (2 each), "f" (1); one piece repeated, so "d " "e " "f" (5) last.
+    assert _both("a b c d e f", size=5, overlap=2, unit="chars", separators=[" "]) == {
+        "langchain": ["a b c", "c d", "d e", "e f"], "chunkbench": ["a b", "b c", "c d", "d e f"]}
+
+
+def test_recursive_langchain_small_is_below_size_and_counts_each_piece():
+    # size 1 word: LangChain's "ab" (1 word) is not < 1, so it is split into characters, each a
+    # word of its own when counted alone; ChunkBench keeps "ab " (1 word <= 1) whole.
+    assert _both("ab cd", size=1, unit="words", separators=[" ", ""]) == {
+        "langchain": ["a", "b", "c", "d"], "chunkbench": ["ab", "cd"]}
+
+
+def test_recursive_langchain_recurses_with_later_separators_only():
+    # "\n\n" first; the long second paragraph goes on with "\n" (its leading "\n\n" yields the
+    # whitespace piece "\n", dropped), then " ": "\nSecond" + " para" (7 + 5) fit 15, " here." not.
+    text = "Hello world.\n\nSecond para here."
+    chunks = chunk(RecursiveChunker(size=15, unit="chars"), text)
+    assert texts(chunks) == ["Hello world.", "Second para", "here."]
+    assert [(c.start, c.end) for c in chunks] == [(0, 12), (14, 25), (26, 31)]
+
+
+def test_recursive_langchain_keeps_true_offsets_of_repeated_text():
+    text = "ab ab ab ab"  # pieces "ab" " ab" " ab" " ab": 2 + 3 fit 6, then 3 + 3
+    chunks = chunk(RecursiveChunker(size=6, unit="chars"), text)
+    assert [(c.text, c.start) for c in chunks] == [("ab ab", 0), ("ab ab", 6)]
+
+
+def test_paragraph_warns_once_about_a_long_single_paragraph(caplog):
+    text = "\n".join(["A line of a paragraph set apart by a single newline."] * 200)
+    with caplog.at_level("WARNING", logger="harness.chunking.paragraph"):
+        assert len(ParagraphChunker(unit="words").chunk_document(Document("book", text))) == 1
+        ParagraphChunker(unit="words").chunk_document(Document("note", "Short.\nText."))
+        assert len(ParagraphChunker(pattern="\n", unit="words").chunk_document(Document("lines", text))) == 200
+    assert [r.getMessage() for r in caplog.records] == [
+        "paragraph chunker: document 'book' is one paragraph of 10599 characters: chunker.pattern "
+        "'\\n\\s*\\n' finds no break (paragraphs on single lines need chunker.pattern='\\n')"]
+
+
 def test_paragraph_splits_on_blank_lines():
     text = "First para,\nstill first.\n\n  \n Second.\n\nThird"
     assert texts(chunk(ParagraphChunker(unit="words"), text)) == [
@@ -168,6 +223,8 @@ def test_section_segments_pick_the_innermost_section():
     (lambda: RecursiveChunker(separators="\n"), "chunker.separators"),
     (lambda: RecursiveChunker(separators=["\n", 3]), "chunker.separators"),
     (lambda: RecursiveChunker(unit="bytes"), "chunker.unit"),
+    (lambda: RecursiveChunker(style="llamaindex"),
+     "chunker.style must be one of langchain, chunkbench (got style='llamaindex')"),
     (lambda: ParagraphChunker(pattern="("), "chunker.pattern is not a valid regular expression"),
     (lambda: ParagraphChunker(pattern=r"\s*"), "chunker.pattern must not match the empty string"),
     (lambda: ParagraphChunker(max_size=0), "chunker.max_size must be null or an integer >= 1"),

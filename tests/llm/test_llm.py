@@ -149,7 +149,7 @@ def test_logits_guided_cuts_at_the_most_likely_end_and_carries_the_rest():
     # sentences 1, 4, 6, 9; a window without one of them ties and ends at its first sentence;
     # the last two sentences fit in one window and end the document.
     llm = ScriptedLLM(score=eos_after({1, 4, 6, 9}))
-    ch = LogitsGuidedChunker(llm, theta=14, chat=False, eos="</s>")
+    ch = LogitsGuidedChunker(llm, theta=14, chat=False, eos="</s>", window="capped")
     chunks = ch.chunk([DOC])[0]
     check_chunks(DOC, chunks, covering=True)
     groups = [[0, 1], [2], [3, 4], [5, 6], [7], [8, 9], [10, 11]]
