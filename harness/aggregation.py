@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.statistics import bootstrap_ci
+from harness.statistics import bootstrap_ci, population_std
 from harness.types import Answer, Chunk, Context, DocChunks, Document, Query, Retrieved
 
 
@@ -35,7 +35,8 @@ def mean(values) -> float:
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Mean of every score over queries (NaN left out, and the count of scored queries
     kept as ``n/<metric>``), overall and per task as ``<task>/<metric>``; overall means also
-    get a seeded bootstrap 95% interval over queries (``<metric>/ci95_low``, ``/ci95_high``)."""
+    get a seeded bootstrap 95% interval over queries (``<metric>/ci95_low``, ``/ci95_high``)
+    and the population standard deviation over queries (``<metric>/std``)."""
     score_names = [k for k in rows[0] if k not in _ROW_FIELDS] if rows else []
     out: dict[str, float] = {}
     by_task: dict[str, list[dict]] = defaultdict(list)
@@ -46,7 +47,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
         out[name] = mean(r[name] for r in rows)
         if name in score_names:
             out[f"n/{name}"] = sum(1 for r in rows if not math.isnan(r[name]))
-            out[f"{name}/ci95_low"], out[f"{name}/ci95_high"] = bootstrap_ci([r[name] for r in rows])
+            out.update(_spread(name, [r[name] for r in rows]))
         if len(by_task) > 1:
             for task, members in by_task.items():
                 out[f"{task}/{name}"] = mean(r[name] for r in members)
@@ -54,14 +55,20 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def aggregate_documents(rows: list[dict[str, float]]) -> dict[str, float]:
-    """Document metrics: the mean over documents, with a bootstrap 95% interval over documents."""
+    """Document metrics: the mean over documents, with a bootstrap 95% interval and the population
+    standard deviation over documents."""
     out: dict[str, float] = {}
     for name in dict.fromkeys(k for row in rows for k in row):
         values = [row.get(name, float("nan")) for row in rows]
         out[name] = mean(values)
         out[f"n/{name}"] = sum(1 for v in values if not math.isnan(v))
-        out[f"{name}/ci95_low"], out[f"{name}/ci95_high"] = bootstrap_ci(values)
+        out.update(_spread(name, values))
     return out
+
+
+def _spread(name: str, values: list[float]) -> dict[str, float]:
+    low, high = bootstrap_ci(values)
+    return {f"{name}/ci95_low": low, f"{name}/ci95_high": high, f"{name}/std": population_std(values)}
 
 
 _ROW_FIELDS = {"qid", "task", "question", "doc_ids", "n_evidence_spans", "context_chunk_ids",

@@ -1,5 +1,6 @@
-"""Uncertainty over queries: bootstrap confidence intervals for a mean, and paired tests
-between two runs scored on the same queries (so a report can say whether a gain is real).
+"""Uncertainty over queries: bootstrap confidence intervals for a mean, the population standard
+deviation the papers print beside a mean, and paired tests between two runs scored on the same
+queries (so a report can say whether a gain is real).
 
 Both are scipy's implementations (``scipy.stats.bootstrap``, ``scipy.stats.permutation_test``),
 seeded so that a rerun reports the same interval. NaN scores (queries a metric cannot score)
@@ -29,6 +30,13 @@ def bootstrap_ci(values: Sequence[float], level: float = LEVEL, n_resamples: int
     res = stats.bootstrap((x,), np.mean, confidence_level=level, n_resamples=n_resamples,
                           method="percentile", random_state=np.random.default_rng(seed), vectorized=True)
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def population_std(values: Sequence[float]) -> float:
+    """Standard deviation of the scored values (ddof=0, numpy's default, as HiChunk's
+    ``np.std``); NaN when none is scored."""
+    x = _finite(values)
+    return float(np.std(x)) if len(x) else float("nan")
 
 
 def paired_test(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = 0,

@@ -68,7 +68,10 @@ class Document:
 class Query:
     """A question. Its evidence is ``evidence``, spans of the documents, plus
     ``unaligned_evidence``: snippets the dataset gives as evidence that could not be aligned to
-    a span (kept as text, never dropped). ``evidence_texts(documents)`` gives both as strings."""
+    a span (kept as text, never dropped). ``evidence_texts(documents)`` gives both as strings.
+    ``evidence_wording``: the dataset's own snippet each span was aligned from, in order, where
+    the dataset gave text (a fuzzy alignment's span words it differently); empty where it gave
+    spans. ``evidence_as_given(documents)`` gives the evidence in the dataset's words."""
 
     qid: str
     question: str
@@ -79,6 +82,7 @@ class Query:
     task: str = ""
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     unaligned_evidence: tuple[str, ...] = ()
+    evidence_wording: tuple[str, ...] = ()
 
     def validate(self, dataset: str, docs: dict[str, Document]) -> Query:
         row = str(self.qid)
@@ -101,6 +105,9 @@ class Query:
             if not isinstance(text, str):
                 raise DataError(dataset, row, f"unaligned_evidence[{i}]",
                                 f"must be a string, got {type(text).__name__}")
+        if self.evidence_wording and len(self.evidence_wording) != len(self.evidence):
+            raise DataError(dataset, row, "evidence_wording",
+                            f"has {len(self.evidence_wording)} snippets for {len(self.evidence)} spans")
         return self
 
     def evidence_texts(self, documents: Mapping[str, Document]) -> list[str]:
@@ -108,6 +115,12 @@ class Query:
         snippets that could not be aligned."""
         return ([documents[s.doc_id].text[s.start:s.end] for s in self.evidence]
                 + list(self.unaligned_evidence))
+
+    def evidence_as_given(self, documents: Mapping[str, Document]) -> list[str]:
+        """Evidence in the dataset's words: ``evidence_wording`` (the spans' text where the
+        dataset gave spans), then the snippets that could not be aligned."""
+        spans = self.evidence_wording or [documents[s.doc_id].text[s.start:s.end] for s in self.evidence]
+        return list(spans) + list(self.unaligned_evidence)
 
 
 PART_SEPARATOR = " "

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.statistics import bootstrap_ci, paired_test
-from harness.aggregation import aggregate
+from harness.statistics import bootstrap_ci, paired_test, population_std
+from harness.aggregation import aggregate, aggregate_documents
 from harness.report.compare import compare
 
 
@@ -60,6 +60,15 @@ def test_aggregate_logs_an_interval_per_score():
     m = aggregate(rows)
     assert m["evidence_recall/ci95_low"] < m["evidence_recall"] == 0.5 < m["evidence_recall/ci95_high"]
     assert "context_tokens/ci95_low" not in m
+    assert m["evidence_recall/std"] == 0.5 and "context_tokens/std" not in m  # population std of 0/1 halves
+
+
+def test_population_std_beside_every_interval():
+    # scores 0, 1, 1 and a NaN: mean 2/3, population variance ((2/3)^2 + 2 (1/3)^2) / 3 = 2/9
+    assert population_std([0.0, 1.0, 1.0, float("nan")]) == pytest.approx(math.sqrt(2 / 9))  # ddof=1 gives 0.577
+    assert population_std([0.3]) == 0.0 and math.isnan(population_std([float("nan")]))
+    m = aggregate_documents([{"f1": 0.0}, {"f1": 1.0}, {"f1": 1.0}, {"f1": float("nan")}])
+    assert m["f1/std"] == pytest.approx(math.sqrt(2 / 9)) and m["n/f1"] == 3
 
 
 def test_compare_pairs_runs_by_query_id():

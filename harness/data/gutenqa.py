@@ -67,7 +67,7 @@ class GutenQA(DatasetLoader):
     ``fuzzy_min_score`` (0-100, None = off) is the fuzzy matcher's threshold.
     """
 
-    version = 2
+    version = 3
 
     def __init__(self, path: str | Path | None = None, name: str = "gutenqa",
                  limit_docs: int | None = None, limit_queries: int | None = None,
@@ -270,7 +270,7 @@ class GutenQA(DatasetLoader):
                 unaligned = (snippet,)
         return Query(qid=qid, question=f.get("Question", str), answers=(f.get("Answer", str),),
                      doc_ids=(doc.doc_id,), evidence=evidence, task="T0", meta=meta,
-                     unaligned_evidence=unaligned)
+                     unaligned_evidence=unaligned, evidence_wording=(snippet,) if evidence else ())
 
     def params(self) -> dict:
         hub = ({"hub_id": self.hub_id, "hub_paragraphs_id": self.hub_paragraphs_id,

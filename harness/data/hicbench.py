@@ -82,7 +82,7 @@ class HiChunkLayout(DatasetLoader):
     limits; documents left without a question are dropped.
     """
 
-    version = 2
+    version = 3
 
     def __init__(self, path: str | Path | None = None, subset: str = "HiCBench",
                  name: str | None = None, limit_docs: int | None = None,
@@ -222,9 +222,9 @@ class HiChunkLayout(DatasetLoader):
                matchers, counters: dict[str, int]) -> Query:
         question, answers, facts, evidences, all_classes = self._fields(f)
         meta: dict[str, Any] = {"all_classes": all_classes, "index": index, "evidence_method": []}
-        spans, unaligned = [], []
-        for snippet in evidences:
-            snippet = snippet.lstrip("# ")  # as HiChunk's evidence recall reads it
+        spans, unaligned, wording = [], [], []
+        for given in evidences:
+            snippet = given.lstrip("# ")  # as HiChunk's evidence recall reads it
             if not snippet.strip():
                 counters["evidence_empty"] += 1
                 continue
@@ -232,6 +232,7 @@ class HiChunkLayout(DatasetLoader):
             if found:
                 start, end, method = found
                 spans.append(Span(doc.doc_id, start, end))
+                wording.append(given)  # as given: eval.py weighs the string before lstrip
                 meta["evidence_method"].append(method)
             else:
                 unaligned.append(snippet)
@@ -239,7 +240,8 @@ class HiChunkLayout(DatasetLoader):
             counters["queries_without_evidence"] += 1
         return Query(qid=f"{doc.doc_id}#{index}", question=question, answers=tuple(answers),
                      doc_ids=(doc.doc_id,), evidence=tuple(spans), facts=tuple(facts),
-                     task=self._task(all_classes), meta=meta, unaligned_evidence=tuple(unaligned))
+                     task=self._task(all_classes), meta=meta, unaligned_evidence=tuple(unaligned),
+                     evidence_wording=tuple(wording))
 
     def _task(self, all_classes: list[str] | None) -> str:
         if self.task is not None:

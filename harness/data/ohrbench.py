@@ -44,7 +44,7 @@ class OHRBench(DatasetLoader):
     ``limit_queries`` the first N of their queries, or N drawn with ``seed``. Every drop is counted in the report.
     """
 
-    version = 2
+    version = 3
 
     def __init__(self, path: str | Path | None = None, name: str = "ohrbench",
                  limit_docs: int | None = None, limit_queries: int | None = None,
@@ -173,7 +173,7 @@ class OHRBench(DatasetLoader):
                 unaligned = (snippet,)
         return Query(qid=f.raw["ID"], question=f.get("questions", str), answers=(answer,),
                      doc_ids=(doc.doc_id,), evidence=evidence, task="T0", meta=meta,
-                     unaligned_evidence=unaligned)
+                     unaligned_evidence=unaligned, evidence_wording=(snippet,) if evidence else ())
 
     @staticmethod
     def _page_window(doc: Document, page_no: int | None,

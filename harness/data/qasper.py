@@ -101,7 +101,7 @@ class Qasper(DatasetLoader):
     set. ``fuzzy_min_score`` (0-100, None = off) is the fuzzy matcher's threshold.
     """
 
-    version = 2
+    version = 3
 
     def __init__(self, path: str | Path | None = None, split: str = "test", name: str = "qasper",
                  limit_docs: int | None = None, limit_queries: int | None = None,
@@ -356,7 +356,7 @@ class Qasper(DatasetLoader):
         meta: dict[str, Any] = {**q["meta"], "annotations": [dict(a) for a in anns],
                                 "evidence_method": []}
         spans: list[Span] = []
-        unaligned: list[str] = []
+        unaligned, wording = [], []  # snippets not aligned; the snippet of each span
         for snippet in dict.fromkeys(e for a in anns for e in a["evidence"]):
             if not snippet.strip():
                 counters["evidence_empty"] += 1
@@ -374,11 +374,12 @@ class Qasper(DatasetLoader):
             span = Span(doc.doc_id, start, end)
             if span not in spans:
                 spans.append(span)
+                wording.append(snippet)
                 meta["evidence_method"].append(method)
         answers = tuple(a["answer"] for a in anns if a["answer"] is not None)
         return Query(qid=q["qid"], question=q["question"], answers=answers,
                      doc_ids=(doc.doc_id,), evidence=tuple(spans), task=task, meta=meta,
-                     unaligned_evidence=tuple(unaligned))
+                     unaligned_evidence=tuple(unaligned), evidence_wording=tuple(wording))
 
     def params(self) -> dict:
         if self.hub:

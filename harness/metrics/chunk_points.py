@@ -25,12 +25,14 @@ an offset in the whitespace between units belongs to the next unit. So a point a
 a header line hits that header, and points that land in the same unit count once.
 ``match=exact`` compares offsets after skipping leading whitespace.
 
-Scores per document (the pipeline averages over documents): P = matched / predicted,
-R = matched / gold, F1 their harmonic mean (0 when either is 0). A level without gold
-points is NaN (HiChunk's "-"), and so is every score of a document without sections.
-HiChunk's script micro-averages (counts summed over the data set before dividing); the
-per-document counts are emitted too (``chunk_point_n_{match,pred,gold}_<level>``) and
-:func:`micro_scores` turns their sums (or means) into the micro P/R/F1.
+Scores. HiChunk's Table 3 is micro-averaged (``chunk_result_analysis.py``: matched, predicted
+and gold points summed over the data set, then P = matched / predicted, R = matched / gold, F1
+their harmonic mean): those are the headline keys ``chunk_point_{precision,recall,f1}_<level>``,
+run-level numbers (:meth:`ChunkPointF1.aggregate`). Per document the same ratios are
+``chunk_point_{precision,recall,f1}_<level>_macro``, whose mean over documents is the macro
+average; and the counts ``chunk_point_n_{match,pred,gold}_<level>`` the micro one sums. F1 is
+0 when P or R is 0. A level without gold points is NaN (HiChunk's "-"), and so is every score
+of a document without sections (its counts are left out of the sums).
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def prf(matched: float, n_pred: float, n_gold: float) -> tuple[float, float, flo
 
 
 def micro_scores(rows: Iterable[Mapping[str, float]], levels: Sequence[int] = (1, 2)) -> dict[str, float]:
-    """HiChunk's data-set level (micro) P/R/F1 from per-document count rows (sums or means)."""
+    """HiChunk's data-set level (micro) P/R/F1 from per-document count rows (sums or means):
+    ``chunk_point_{precision,recall,f1}_<level>``."""
     rows = list(rows)
     out = {}
     for tag in [f"l{lv}" for lv in levels] + ["all"]:
@@ -101,39 +104,35 @@ def _finite(row: Mapping[str, float], tag: str) -> bool:
 
 
 class ChunkPointF1(DocumentMetric):
-    """Document metric: ``chunk_point_{precision,recall,f1}_{l1,l2,...,all}`` plus counts."""
+    """Document metric: ``chunk_point_{precision,recall,f1}_{l1,l2,...,all}_macro`` and counts per
+    document; the micro ``chunk_point_{precision,recall,f1}_{l1,l2,...,all}`` per run."""
 
-    def __init__(self, levels: Sequence[int] = (1, 2), match: str = "sentence", include_leaves: bool = False,
-                 counts: bool = True):
+    def __init__(self, levels: Sequence[int] = (1, 2), match: str = "sentence", include_leaves: bool = False):
         if isinstance(levels, (str, int)) or not levels or \
                 not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in levels):
             raise ConfigError(f"levels must be a non-empty list of integers >= 1; got {levels!r}")
         if match not in MATCH:
             raise ConfigError(f"match must be one of {', '.join(MATCH)}; got {match!r}")
         self.levels, self.match = tuple(levels), match
-        self.include_leaves, self.counts = bool(include_leaves), bool(counts)
+        self.include_leaves = bool(include_leaves)
+
+    def _tags(self) -> list[str]:
+        return [f"l{lv}" for lv in self.levels] + ["all"]
 
     def keys(self) -> set[str]:
-        tags = [f"l{lv}" for lv in self.levels] + ["all"]
-        out = {f"chunk_point_{m}_{t}" for t in tags for m in ("precision", "recall", "f1")}
-        return out | ({f"chunk_point_n_{k}_{t}" for t in tags for k in ("match", "pred", "gold")} if self.counts else set())
+        return ({f"chunk_point_{m}_{t}_macro" for t in self._tags() for m in ("precision", "recall", "f1")}
+                | {f"chunk_point_n_{k}_{t}" for t in self._tags() for k in ("match", "pred", "gold")})
 
     def aggregate_keys(self) -> set[str]:
-        return {f"{k}_micro" for k in self.keys() if not k.startswith("chunk_point_n_")} if self.counts else set()
+        return {f"chunk_point_{m}_{t}" for t in self._tags() for m in ("precision", "recall", "f1")}
 
     def aggregate(self, rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
-        """HiChunk's data-set level numbers (micro over documents), as ``<name>_micro``."""
-        if not self.counts:
-            return {}
-        return {f"{k}_micro": v for k, v in micro_scores(rows, self.levels).items()}
+        """HiChunk's data-set level numbers (micro over documents): the headline keys."""
+        return micro_scores(rows, self.levels)
 
     def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> dict[str, float]:
-        tags = [f"l{lv}" for lv in self.levels] + ["all"]
         if not doc.sections:
-            out = {f"chunk_point_{m}_{t}": math.nan for t in tags for m in ("precision", "recall", "f1")}
-            if self.counts:
-                out.update({f"chunk_point_n_{k}_{t}": math.nan for t in tags for k in ("match", "pred", "gold")})
-            return out
+            return dict.fromkeys(self.keys(), math.nan)
         key = self._position_key(doc)
         gold = {(key(o), lv) for o, lv in gold_points(doc)}
         pred = {(key(o), lv) for o, lv in predicted_points(chunks, self.include_leaves)}
@@ -142,11 +141,10 @@ class ChunkPointF1(DocumentMetric):
             g = {o for o, x in gold if lv is None or x == lv}
             p = {o for o, x in pred if lv is None or x == lv}
             m = len(g & p)
-            out[f"chunk_point_precision_{tag}"], out[f"chunk_point_recall_{tag}"], out[f"chunk_point_f1_{tag}"] = \
-                prf(m, len(p), len(g))
-            if self.counts:
-                out.update({f"chunk_point_n_match_{tag}": float(m), f"chunk_point_n_pred_{tag}": float(len(p)),
-                            f"chunk_point_n_gold_{tag}": float(len(g))})
+            out[f"chunk_point_precision_{tag}_macro"], out[f"chunk_point_recall_{tag}_macro"], \
+                out[f"chunk_point_f1_{tag}_macro"] = prf(m, len(p), len(g))
+            out.update({f"chunk_point_n_match_{tag}": float(m), f"chunk_point_n_pred_{tag}": float(len(p)),
+                        f"chunk_point_n_gold_{tag}": float(len(g))})
         return out
 
     def _position_key(self, doc: Document):

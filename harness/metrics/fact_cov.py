@@ -1,5 +1,5 @@
 """Fact-Cov (HiChunk §3 step 4 and §5.1, after Xiang et al. 2025): the share of the gold
-answer's facts that the response covers, judged by the LLM, averaged over 5 repetitions.
+answer's facts that the response covers, judged by the LLM in 5 repetitions.
 
 Protocol (HiChunk's ``cov_mertic.py``; prompts carried over verbatim, code written anew):
 
@@ -8,13 +8,16 @@ Protocol (HiChunk's ``cov_mertic.py``; prompts carried over verbatim, code writt
    gold answer (HiChunk: ``answers[0]``) with :data:`EXTRACTION_PROMPT`. No facts -> NaN.
 2. Coverage: :data:`COVERAGE_PROMPT` with the question, the response and the facts (a JSON
    list); the model returns ``{"classifications": [{"statement", "attributed": 0|1}, ...]}``.
-   One repetition's score is the share of attributed items among the valid items it returned
-   (HiChunk: ``sum(a) / len(a)``; ``denominator: facts`` divides by the number of facts
-   instead, items matched by position, missing ones not covered).
+   A repetition counts the attributed items among the valid items it returned (HiChunk:
+   ``sum(a)`` of ``len(a)``; ``denominator: facts`` counts them among the facts instead,
+   items matched by position, missing ones not covered).
 3. ``repetitions`` samples (HiChunk: ``n=5`` at temperature 0.6, top_p 0.95; top_k 20 is not
-   an option of :class:`Sampling`), seed ``seed + rep``; the query's score is their mean.
+   an option of :class:`Sampling`), seed ``seed + rep``. The query's score
+   (``aggregation``): ``pooled``, one ratio of the flags of every repetition pooled (HiChunk's
+   ``compute_coverage_score`` flattens the 5 completions' flags before ``sum(a) / len(a)``),
+   or ``mean_of_ratios``, the mean of the repetitions' ratios.
 
-Keys per query (``name`` = ``fact_cov``): ``fact_cov`` (mean coverage), ``fact_cov_facts``
+Keys per query (``name`` = ``fact_cov``): ``fact_cov`` (the coverage), ``fact_cov_facts``
 (number of facts), ``fact_cov_covered`` (facts x coverage: HiChunk's dataset score is the
 fact-weighted ``sum(covered) / sum(facts)``, :func:`fact_weighted_coverage`),
 ``fact_cov_reps`` (repetitions that parsed) and ``fact_cov_parse_failures`` (model outputs
@@ -32,11 +35,14 @@ Parsing and fallback rules (a metric never crashes on model output):
 - An output without the key, or (coverage) without a single valid item, is a parse failure:
   counted, and asked again with a new seed up to ``retries`` times when sampling
   (temperature > 0; HiChunk retries until it parses). A repetition that never parses is left
-  out of the mean; extraction that never parses, or no repetition that parses, gives NaN.
+  out; extraction that never parses, or no repetition that parses, gives NaN.
 
-Rules of ChunkBench's own: a blank response covers nothing (0, no model call); a blank or
-missing gold answer (with no gold facts) is NaN (HiChunk scores an empty reference 1.0); the
-facts are inserted as JSON with non-ASCII characters kept (HiChunk escapes them).
+Empty reference (``empty_reference``): HiChunk scores a query whose first gold answer is blank
+1.0 before looking at any fact (``compute_coverage_score``), with no facts, so it weighs nothing
+in the fact-weighted score; ``null`` makes it NaN unless gold facts are there (then scored).
+
+Rules of ChunkBench's own: a blank response covers nothing (0, no model call); the facts are
+inserted as JSON with non-ASCII characters kept (HiChunk escapes them).
 
 Batching: :meth:`FactCov.score_all` sends each step's prompts for all queries in one
 ``llm.chat`` call (extraction, then one call per repetition); the pipeline calls it once
@@ -160,11 +166,24 @@ def parse_coverage(text: str) -> list[int] | None:
     return flags or None
 
 
-def repetition_score(flags: Sequence[int], n_facts: int, denominator: str = "returned") -> float:
-    """One repetition's coverage: covered share of the returned items (HiChunk) or of the facts."""
+AGGREGATIONS = ("pooled", "mean_of_ratios")
+
+
+def repetition_counts(flags: Sequence[int], n_facts: int, denominator: str = "returned") -> tuple[int, int]:
+    """One repetition's (covered, out of): among the returned items (HiChunk) or the facts."""
     if denominator == "facts":
-        return sum(flags[:n_facts]) / n_facts
-    return sum(flags) / len(flags)
+        return sum(flags[:n_facts]), n_facts
+    return sum(flags), len(flags)
+
+
+def coverage(counts: Sequence[tuple[int, int]], aggregation: str = "pooled") -> float:
+    """A query's coverage from its repetitions' counts: one pooled ratio (HiChunk) or the mean
+    of the ratios; NaN without a repetition."""
+    if not counts:
+        return NAN
+    if aggregation == "pooled":
+        return sum(c for c, _ in counts) / sum(n for _, n in counts)
+    return sum(c / n for c, n in counts) / len(counts)
 
 
 def fact_weighted_coverage(rows: Sequence[dict[str, float]], name: str = "fact_cov") -> float:
@@ -200,14 +219,17 @@ class FactCov(QueryMetric):
     - ``retries``: re-asks of an unparsable output when sampling.
     - ``use_gold_facts``: take the query's facts when the dataset has them.
     - ``denominator``: ``returned`` (HiChunk) or ``facts`` (see the module doc).
+    - ``aggregation``: ``pooled`` (HiChunk) or ``mean_of_ratios`` over the repetitions.
+    - ``empty_reference``: the score of a blank first gold answer (HiChunk: 1.0); None = NaN.
     - ``extraction_prompt`` (fields ``question``, ``reference``), ``coverage_prompt``
       (``question``, ``response``, ``facts``).
     """
 
     def __init__(self, llm: LLM | None, repetitions: int = 5, temperature: float = 0.6, top_p: float = 0.95,
                  max_tokens: int = 1024, seed: int = 0, retries: int = 2, use_gold_facts: bool = True,
-                 denominator: str = "returned", extraction_prompt: str = EXTRACTION_PROMPT,
-                 coverage_prompt: str = COVERAGE_PROMPT, name: str = "fact_cov"):
+                 denominator: str = "returned", aggregation: str = "pooled", empty_reference: float | None = 1.0,
+                 extraction_prompt: str = EXTRACTION_PROMPT, coverage_prompt: str = COVERAGE_PROMPT,
+                 name: str = "fact_cov"):
         if not isinstance(llm, LLM):
             raise ConfigError(f"metric {name} (FactCov) needs a language model: set llm=transformers, vllm or "
                               f"openai (llm: ${{llm}}), got {llm!r}")
@@ -217,10 +239,18 @@ class FactCov(QueryMetric):
             raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
         if denominator not in ("returned", "facts"):
             raise ConfigError(f"denominator must be 'returned' or 'facts', got {denominator!r}")
+        if aggregation not in AGGREGATIONS:
+            raise ConfigError(f"aggregation must be one of {', '.join(AGGREGATIONS)}; got {aggregation!r}")
+        if empty_reference is not None and (isinstance(empty_reference, bool) or
+                                            not isinstance(empty_reference, (int, float)) or
+                                            not 0 <= empty_reference <= 1):
+            raise ConfigError(f"empty_reference must be a number in [0, 1] or null (NaN), got {empty_reference!r}")
         Sampling(temperature=temperature, max_tokens=max_tokens, top_p=top_p, seed=seed)  # validates
         self.llm, self.repetitions, self.retries, self.seed = llm, repetitions, retries, seed
         self.temperature, self.top_p, self.max_tokens = temperature, top_p, max_tokens
         self.use_gold_facts, self.denominator, self.name = use_gold_facts, denominator, name
+        self.aggregation = aggregation
+        self.empty_reference = None if empty_reference is None else float(empty_reference)
         self.extraction_prompt = check_template(extraction_prompt, {"question", "reference"}, "extraction_prompt")
         self.coverage_prompt = check_template(coverage_prompt, {"question", "response", "facts"}, "coverage_prompt")
 
@@ -246,13 +276,17 @@ class FactCov(QueryMetric):
         failures = [0] * n
         active = [i for i, it in enumerate(items) if it.answer is not None]
 
-        # Step 1: gold facts, or extraction from the first gold answer (one batched call).
-        extract = []
+        # Step 1: gold facts, or extraction from the first gold answer (one batched call); a blank
+        # first answer is scored before either, as HiChunk does, unless empty_reference is None.
+        extract, empty = [], set()
         for i in active:
             q = items[i].query
-            if self.use_gold_facts and q.facts:
+            reference = q.answers[0] if q.answers else ""
+            if self.empty_reference is not None and not reference.strip():
+                empty.add(i)
+            elif self.use_gold_facts and q.facts:
                 facts[i] = [f for f in q.facts if f.strip()]
-            elif q.answers and q.answers[0].strip():
+            elif reference.strip():
                 extract.append(i)
         if extract:
             prompts = [self.extraction_prompt.format(question=items[i].query.question,
@@ -264,7 +298,7 @@ class FactCov(QueryMetric):
 
         # Step 2: coverage, one batched call per repetition, each with its own seed.
         judged = [i for i in active if facts[i] and items[i].answer.text.strip()]
-        scores: dict[int, list[float]] = {i: [] for i in judged}
+        counts: dict[int, list[tuple[int, int]]] = {i: [] for i in judged}
         if judged:
             prompts = [self.coverage_prompt.format(question=items[i].query.question, response=items[i].answer.text,
                                                    facts=json.dumps(facts[i], ensure_ascii=False)) for i in judged]
@@ -275,21 +309,25 @@ class FactCov(QueryMetric):
                 for i, fl, k in zip(judged, flags, fails):
                     failures[i] += k
                     if fl is not None:
-                        scores[i].append(repetition_score(fl, len(facts[i]), self.denominator))
+                        counts[i].append(repetition_counts(fl, len(facts[i]), self.denominator))
 
         out = []
         for i, it in enumerate(items):
             if it.answer is None:
                 out.append(nan_scores(self.keys()))
                 continue
+            if i in empty:  # no facts: weighs nothing in the fact-weighted score
+                out.append({self.name: self.empty_reference, f"{self.name}_facts": 0.0, f"{self.name}_covered": 0.0,
+                            f"{self.name}_reps": 0.0, f"{self.name}_parse_failures": 0.0})
+                continue
             n_facts = len(facts[i]) if facts[i] is not None else NAN
             if not facts[i]:
                 cov, reps = NAN, 0
-            elif i not in scores:  # blank response: nothing covered
+            elif i not in counts:  # blank response: nothing covered
                 cov, reps = 0.0, 0
             else:
-                reps = len(scores[i])
-                cov = sum(scores[i]) / reps if reps else NAN
+                reps = len(counts[i])
+                cov = coverage(counts[i], self.aggregation)
             out.append({self.name: cov, f"{self.name}_facts": float(n_facts),
                         f"{self.name}_covered": cov * n_facts if facts[i] else NAN,
                         f"{self.name}_reps": float(reps), f"{self.name}_parse_failures": float(failures[i])})

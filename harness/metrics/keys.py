@@ -5,8 +5,9 @@ A run records (:mod:`harness.aggregation`, :meth:`harness.pipeline.runner.Pipeli
 :func:`harness.pipeline.record.log_run`):
 
 - for each per-row key ``k`` (query or document metric): the mean ``k``, the scored count
-  ``n/k`` and the bootstrap interval ``k/ci95_low``, ``k/ci95_high``; query keys also as
-  ``<task>/k`` when the data set has several tasks;
+  ``n/k``, the bootstrap interval ``k/ci95_low``, ``k/ci95_high`` and the population standard
+  deviation ``k/std`` (:data:`SPREAD_SUFFIXES`); query keys also as ``<task>/k`` when the data
+  set has several tasks;
 - each key of the metrics' ``aggregate`` (corpus BLEU, micro F1), as it is;
 - :data:`RUN_STATISTICS`, whatever the metrics, besides the data set's load report and the
   chunker's counts (``chunker_<count>``), which depend on the data and the chunker.
@@ -24,7 +25,7 @@ from harness.types import ConfigError
 
 Metric = QueryMetric | DocumentMetric
 Metrics = Mapping[str, Metric] | Iterable[Metric]
-CI_SUFFIXES = ("/ci95_low", "/ci95_high")
+SPREAD_SUFFIXES = ("/ci95_low", "/ci95_high", "/std")
 # Means over queries recorded like query keys (overall and per task) but with no n/ or interval.
 QUERY_MEANS = frozenset({"context_tokens", "context_merges", "answer_prompt_tokens", "answer_seconds"})
 RUN_STATISTICS = QUERY_MEANS | frozenset({
@@ -58,7 +59,7 @@ def row_keys(metrics: Metrics) -> set[str]:
 
 def recorded_keys(metrics: Metrics) -> set[str]:
     """The run-level names ``metrics`` record: the mean of each per-row key and each aggregate
-    key. Derived names (``n/``, ``/ci95_*``, ``<task>/``) and :data:`RUN_STATISTICS` are not
+    key. Derived names (``n/``, ``/ci95_*``, ``/std``, ``<task>/``) and :data:`RUN_STATISTICS` are not
     included; :func:`is_recorded` accepts them."""
     named = _named(metrics)
     return set(_writers(named)) | {k for m in named.values() for k in m.aggregate_keys()}
@@ -66,7 +67,7 @@ def recorded_keys(metrics: Metrics) -> set[str]:
 
 def is_recorded(name: str, metrics: Metrics, tasks: Iterable[str] | None = None) -> bool:
     """Whether a run of ``metrics`` records ``name``: a name of :func:`recorded_keys`, a per-row
-    key with ``n/`` or a ``/ci95_low`` / ``/ci95_high`` suffix, a query key or a query mean of
+    key with ``n/`` or a suffix of :data:`SPREAD_SUFFIXES`, a query key or a query mean of
     :data:`QUERY_MEANS` under a task (``<task>/<key>``; any task unless ``tasks`` names them),
     or a run statistic."""
     named = _named(metrics)
@@ -75,7 +76,7 @@ def is_recorded(name: str, metrics: Metrics, tasks: Iterable[str] | None = None)
         return True
     if name.startswith("n/") and name[2:] in rows:
         return True
-    if name.endswith(CI_SUFFIXES) and name.rsplit("/", 1)[0] in rows:
+    if name.endswith(SPREAD_SUFFIXES) and name.rsplit("/", 1)[0] in rows:
         return True
     task, _, key = name.partition("/")
     per_task = {k for k, m in rows.items() if isinstance(m, QueryMetric)} | QUERY_MEANS

@@ -10,8 +10,8 @@ from rich.table import Table
 from harness.pipeline.runner import RunResult
 
 SECTIONS = {
-    "retrieval": ("evidence_recall", "span_recall", "span_precision", "span_iou", "span_precision_omega",
-                  "context_tokens", "context_merges"),
+    "retrieval": ("evidence_recall", "evidence_span_recall", "span_recall", "span_precision", "span_iou",
+                  "span_precision_omega", "context_tokens", "context_merges"),
     "chunks": ("n_docs", "n_chunks", "n_nodes", "chunks_per_doc", "chunk_size_mean", "chunk_size_median",
                "chunk_size_max", "chunk_chars_mean"),
     "time": ("chunk_seconds_per_doc", "retrieval_seconds_per_query", "index_seconds"),
@@ -31,6 +31,7 @@ def summary_table(result: RunResult, title: str) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right", style="dim")
+    table.add_column("std", justify="right", style="dim")  # population std over queries (documents)
     table.add_column("scored", justify="right", style="dim")  # queries (documents for chunking metrics)
     known = {n for names in SECTIONS.values() for n in names}
     # Every other scored metric (answer, ranking, chunking sets), then the LLM chunkers' repairs.
@@ -45,10 +46,11 @@ def summary_table(result: RunResult, title: str) -> Table:
                 n = m.get(f"n/{name}")
                 ci = (f"{_fmt(m[f'{name}/ci95_low'])}–{_fmt(m[f'{name}/ci95_high'])}"
                       if f"{name}/ci95_low" in m else "")
-                table.add_row(section, name, _fmt(m[name]), ci, "" if n is None else f"{int(n)}")
+                std = _fmt(m[f"{name}/std"]) if f"{name}/std" in m else ""
+                table.add_row(section, name, _fmt(m[name]), ci, std, "" if n is None else f"{int(n)}")
     for key in sorted(result.dataset_report):
         if key.startswith("evidence_"):
-            table.add_row("data", key, _fmt(result.dataset_report[key]), "", "")
+            table.add_row("data", key, _fmt(result.dataset_report[key]), "", "", "")
     stages = ", ".join(f"{k}={v}" for k, v in result.stages.items())
     table.caption = f"stages: {stages}"
     return table

@@ -247,6 +247,6 @@ def test_metric_configs_build_with_the_retrieval_metrics(make_cfg, group, names)
 
     cfg = make_cfg(f"metrics={group}")
     built = {name: build_component(node, f"metrics.{name}") for name, node in cfg.metrics.items()}
-    assert set(built) == names | {"evidence_recall", "span_overlap"}
+    assert set(built) == names | {"evidence_recall", "evidence_span_recall", "span_overlap"}
     scores = {k: v for name in names for k, v in built[name](item(None, ["x"])).items()}
     assert scores and all(math.isnan(v) for v in scores.values())  # retrieval-only: NaN under every name

@@ -47,37 +47,37 @@ def test_structure_nodes_score_by_level():
     chunks = [node(MD, 0, 1), node(MD, MD.index("## A1"), 1), node(MD, MD.index("# B"), 1),
               node(MD, MD.index("Alpha two"), 2, indexed=True, cid="leaf")]
     out = ChunkPointF1()(doc, chunks)
-    assert out["chunk_point_precision_l1"] == pytest.approx(2 / 3) and out["chunk_point_recall_l1"] == 1.0
-    assert out["chunk_point_f1_l1"] == pytest.approx(0.8)
-    assert out["chunk_point_precision_l2"] == 0.0 and out["chunk_point_f1_l2"] == 0.0
-    assert out["chunk_point_f1_all"] == 1.0  # "all" ignores levels
+    assert out["chunk_point_precision_l1_macro"] == pytest.approx(2 / 3) and out["chunk_point_recall_l1_macro"] == 1.0
+    assert out["chunk_point_f1_l1_macro"] == pytest.approx(0.8)
+    assert out["chunk_point_precision_l2_macro"] == 0.0 and out["chunk_point_f1_l2_macro"] == 0.0
+    assert out["chunk_point_f1_all_macro"] == 1.0  # "all" ignores levels
     assert (out["chunk_point_n_match_l1"], out["chunk_point_n_pred_l1"], out["chunk_point_n_gold_l1"]) == (2, 3, 2)
     # with the leaves counted, the leaf adds a wrong level-2 point
     out = ChunkPointF1(include_leaves=True)(doc, chunks)
-    assert out["chunk_point_n_pred_l2"] == 1 and out["chunk_point_precision_l2"] == 0.0
+    assert out["chunk_point_n_pred_l2"] == 1 and out["chunk_point_precision_l2_macro"] == 0.0
 
 
 def test_flat_chunks_are_level_one():
     doc = md_doc()
     chunks = flat(MD, [0, MD.index("Alpha two"), MD.index("# B")])
     out = ChunkPointF1()(doc, chunks)
-    assert out["chunk_point_precision_l1"] == pytest.approx(2 / 3) and out["chunk_point_recall_l1"] == 1.0
-    assert out["chunk_point_recall_l2"] == 0.0 and out["chunk_point_f1_l2"] == 0.0
-    assert out["chunk_point_precision_all"] == pytest.approx(2 / 3)
-    assert out["chunk_point_recall_all"] == pytest.approx(2 / 3)
-    assert out["chunk_point_f1_all"] == pytest.approx(2 / 3)
+    assert out["chunk_point_precision_l1_macro"] == pytest.approx(2 / 3) and out["chunk_point_recall_l1_macro"] == 1.0
+    assert out["chunk_point_recall_l2_macro"] == 0.0 and out["chunk_point_f1_l2_macro"] == 0.0
+    assert out["chunk_point_precision_all_macro"] == pytest.approx(2 / 3)
+    assert out["chunk_point_recall_all_macro"] == pytest.approx(2 / 3)
+    assert out["chunk_point_f1_all_macro"] == pytest.approx(2 / 3)
 
 
 def test_sentence_match_tolerates_an_offset_inside_the_header_line_exact_does_not():
     doc = md_doc()
     b = MD.index("# B")
     chunks = flat(MD, [0, MD.index("## A1"), b + 2])  # "B" of "# B"
-    assert ChunkPointF1()(doc, chunks)["chunk_point_f1_all"] == 1.0
+    assert ChunkPointF1()(doc, chunks)["chunk_point_f1_all_macro"] == 1.0
     exact = ChunkPointF1(match="exact")(doc, chunks)
-    assert exact["chunk_point_recall_all"] == pytest.approx(2 / 3)
+    assert exact["chunk_point_recall_all_macro"] == pytest.approx(2 / 3)
     # a point on the newline before a header is that header in both modes
     chunks = flat(MD, [0, MD.index("## A1"), b - 1])
-    assert ChunkPointF1(match="exact")(doc, chunks)["chunk_point_f1_all"] == 1.0
+    assert ChunkPointF1(match="exact")(doc, chunks)["chunk_point_f1_all_macro"] == 1.0
 
 
 def test_units_split_header_lines_from_sentences():
@@ -88,16 +88,16 @@ def test_units_split_header_lines_from_sentences():
 def test_level_without_gold_is_nan_and_no_sections_is_all_nan():
     text = "# Only\nOne sentence. Two sentences."
     out = ChunkPointF1()(md_doc(text), flat(text, [0, text.index("Two")]))
-    assert math.isnan(out["chunk_point_f1_l2"]) and out["chunk_point_n_pred_l2"] == 0
-    assert out["chunk_point_recall_l1"] == 1.0 and out["chunk_point_precision_l1"] == 0.5
+    assert math.isnan(out["chunk_point_f1_l2_macro"]) and out["chunk_point_n_pred_l2"] == 0
+    assert out["chunk_point_recall_l1_macro"] == 1.0 and out["chunk_point_precision_l1_macro"] == 0.5
     out = ChunkPointF1()(Document("d", "plain text."), flat("plain text.", [0]))
     assert out and all(math.isnan(v) for v in out.values())
 
 
 def test_empty_chunk_list_scores_zero():
-    out = ChunkPointF1(counts=False)(md_doc(), [])
-    assert out["chunk_point_f1_l1"] == 0.0 and out["chunk_point_recall_all"] == 0.0
-    assert not any(k.startswith("chunk_point_n_") for k in out)
+    out = ChunkPointF1()(md_doc(), [])
+    assert out["chunk_point_f1_l1_macro"] == 0.0 and out["chunk_point_recall_all_macro"] == 0.0
+    assert out["chunk_point_n_pred_all"] == 0.0 and out["chunk_point_n_gold_all"] == 3.0
 
 
 def test_chinese_headers():
@@ -105,8 +105,8 @@ def test_chinese_headers():
     doc = md_doc(text, "zh")
     chunks = flat(text, [0, text.index("## 第一节"), text.index("# 第二章")])
     out = ChunkPointF1()(doc, chunks)
-    assert out["chunk_point_f1_all"] == 1.0
-    assert out["chunk_point_f1_l1"] == pytest.approx(0.8)  # the level-2 header predicted at level 1
+    assert out["chunk_point_f1_all_macro"] == 1.0
+    assert out["chunk_point_f1_l1_macro"] == pytest.approx(0.8)  # the level-2 header predicted at level 1
 
 
 def test_micro_scores_sum_counts_over_documents():
@@ -119,6 +119,18 @@ def test_micro_scores_sum_counts_over_documents():
     assert micro["chunk_point_recall_l1"] == 1.0
     # level 2: matched 0 + 1, predicted 0 + 1, gold 1 + 1
     assert micro["chunk_point_precision_l2"] == 1.0 and micro["chunk_point_recall_l2"] == 0.5
+
+
+def test_headline_f1_is_micro_and_the_per_document_mean_is_macro():
+    from harness.aggregation import aggregate_documents
+
+    metric = ChunkPointF1()
+    rows = [metric(md_doc(), flat(MD, [0, MD.index("Alpha two"), MD.index("# B")])),        # L1: P 2/3, R 1
+            metric(md_doc(), [node(MD, 0, 1), node(MD, MD.index("## A1"), 2), node(MD, MD.index("# B"), 1)])]  # 1, 1
+    # micro (HiChunk's Table 3): P 4/5, R 4/4 -> F1 8/9; macro: mean of F1 0.8 and 1.0 -> 0.9
+    assert metric.aggregate(rows)["chunk_point_f1_l1"] == pytest.approx(8 / 9)
+    assert aggregate_documents(rows)["chunk_point_f1_l1_macro"] == pytest.approx(0.9)
+    assert set(metric.aggregate(rows)) == metric.aggregate_keys()
 
 
 def test_non_contiguous_chunk_predicts_each_part_start():
@@ -144,9 +156,9 @@ def test_a_chunking_built_from_the_gold_sections_scores_one(parts):
     doc = md_doc(text)
     chunks = StructureTreeChunker(size=5, unit="words").chunk_document(doc)
     out = ChunkPointF1(levels=[1, 2, 3])(doc, chunks)
-    assert out["chunk_point_f1_all"] == 1.0
+    assert out["chunk_point_f1_all_macro"] == 1.0
     for lv in (1, 2, 3):
-        f1 = out[f"chunk_point_f1_l{lv}"]
+        f1 = out[f"chunk_point_f1_l{lv}_macro"]
         assert f1 == 1.0 if any(p[0] == lv for p in parts) else math.isnan(f1)
 
 

@@ -5,9 +5,10 @@ import math
 import pytest
 
 from tests.conftest import query_eval
-from harness.metrics.evidence import EvidenceRecall, evidence_recall, normalize_answer
+from harness.metrics.evidence import (EvidenceRecall, EvidenceSpanRecall, auto_unit, evidence_span_recall,
+                                      normalize_answer, sent_tokenize)
 from harness.metrics.spans import SpanOverlap, precision_omega, span_scores, union
-from harness.types import Chunk, Context, Document, Query, Span
+from harness.types import Chunk, ConfigError, Context, DataError, Document, Query, Span
 
 
 def S(a, b, doc="d"):
@@ -63,25 +64,143 @@ def test_normalize_answer_matches_squad_style():
     assert normalize_answer("The  Cat, a dog; AN owl!") == "cat dog owl"
 
 
-def test_evidence_recall_is_length_weighted():
+def test_evidence_span_recall_is_length_weighted():
     ev = ["The cat sat on the mat.", "Dogs bark loudly at night, every night."]
     ctx = "Intro. the CAT sat on   the mat! Other text."
-    assert evidence_recall(ev, ctx) == pytest.approx(len(ev[0]) / (len(ev[0]) + len(ev[1])))
+    assert evidence_span_recall(ev, ctx) == pytest.approx(len(ev[0]) / (len(ev[0]) + len(ev[1])))
 
 
-def test_evidence_recall_edge_cases():
-    assert math.isnan(evidence_recall([], "anything"))
-    assert math.isnan(evidence_recall(["..."], "anything"))  # normalises to nothing
-    assert evidence_recall(["# Heading text"], "heading text follows") == 1.0
-    assert evidence_recall(["完全一致。"], "前文完全一致。后文") == 1.0
-    assert evidence_recall(["some words"], "") == 0.0
+def test_evidence_span_recall_edge_cases():
+    assert math.isnan(evidence_span_recall([], "anything"))
+    assert math.isnan(evidence_span_recall(["..."], "anything"))  # normalises to nothing
+    assert evidence_span_recall(["# Heading text"], "heading text follows") == 1.0
+    assert evidence_span_recall(["完全一致。"], "前文完全一致。后文") == 1.0
+    assert evidence_span_recall(["some words"], "") == 0.0
 
 
-def test_evidence_recall_metric_counts_unaligned_snippets():
+def test_evidence_span_recall_metric_counts_unaligned_snippets():
     doc = Document("d", "xx alpha beta")
     q = Query("q", "?", evidence=(Span("d", 3, 13),), unaligned_evidence=("gamma delta",))
-    out = EvidenceRecall()(query_eval(q, Context("q", (), "alpha beta", 2), documents={"d": doc}))
-    assert out["evidence_recall"] == pytest.approx(10 / 21)  # length-weighted: 10 of 10 + 11 chars
+    out = EvidenceSpanRecall()(query_eval(q, Context("q", (), "alpha beta", 2), documents={"d": doc}))
+    assert out["evidence_span_recall"] == pytest.approx(10 / 21)  # length-weighted: 10 of 10 + 11 chars
+
+
+# HiChunk's eval.py on a small document. The context is the document without its last line.
+DOC = Document("d", "# Results\nThe model reached 91% accuracy. It beat the baseline by two points.\n"
+                    "Training took 3 days on 8 GPUs.")
+CONTEXT = DOC.text[:DOC.text.index("Training")]
+E1 = "The model reached 91% accuracy. It beat the baseline by two points."  # exact; runs over ". "
+E2 = "Training took 3 days on 8 GPUs."                                      # exact; not in the context
+E3 = "# Results"                                                            # a header line
+FUZZY = "the model reached 91 % accuracy"     # the data set's words of a span aligned fuzzily
+FUZZY_SPAN = DOC.text.index("The model reached 91% accuracy")
+
+
+def span(text):
+    start = DOC.text.index(text)
+    return Span("d", start, start + len(text))
+
+
+def erec(query, text=CONTEXT, **options):
+    item = query_eval(query, Context(query.qid, (), text, 0), documents={"d": DOC})
+    return EvidenceRecall(**options)(item)["evidence_recall"], EvidenceSpanRecall()(item)["evidence_span_recall"]
+
+
+def test_evidence_unit_rewrites_sentence_ends_in_the_evidence_only():
+    q = Query("q", "?", evidence=(span(E1), span(E2), span(E3)))
+    total = len(E1) + len(E2) + len(E3)
+    # eval.py on the context as assembled: E1 becomes "...accuracy.It beat...", normalised "91
+    # accuracyit beat", not in the context's "91 accuracy it beat": missed; E2 is not there;
+    # "# " stripped, E3 is found. ChunkBench's reading finds E1 as well.
+    code, ours = erec(q, unit="evidence", context="as_is")
+    assert code == pytest.approx(len(E3) / total)
+    assert ours == pytest.approx((len(E1) + len(E3)) / total)
+    # on the context's sentences joined as HiChunk's chunk text ("accuracy.It beat") E1 is found
+    assert erec(q, unit="evidence")[0] == pytest.approx((len(E1) + len(E3)) / total)
+
+
+def test_an_abbreviation_in_the_evidence_is_missed_as_in_hichunk_pipeline():
+    doc = Document("m", "Intro. Mr. Smith won the race. He smiled.")
+    q = Query("q", "?", evidence=(Span("m", 7, 30),))  # "Mr. Smith won the race."
+    item = query_eval(q, Context("q", (), doc.text, 0), documents={"m": doc})
+    # "Mr.Smith" -> "mrsmith"; Punkt keeps "Mr. Smith" in one sentence, so no context has "mrsmith"
+    assert EvidenceRecall(unit="evidence")(item)["evidence_recall"] == 0.0
+    assert EvidenceRecall(unit="evidence", context="as_is")(item)["evidence_recall"] == 0.0
+    assert EvidenceSpanRecall()(item)["evidence_span_recall"] == 1.0
+
+
+def test_a_fuzzily_aligned_snippet_is_scored_by_its_own_words():
+    aligned = Span("d", FUZZY_SPAN, FUZZY_SPAN + len("The model reached 91% accuracy"))
+    q = Query("q", "?", evidence=(aligned, span(E3)), evidence_wording=(FUZZY, E3))
+    code, ours = erec(q, unit="evidence")
+    # normalised wording "model reached 91 accuracy" is in the context; so is the aligned text
+    assert code == 1.0 and ours == 1.0
+    q = Query("q", "?", evidence=(aligned,), evidence_wording=("the model got 91 % accuracy",))
+    code, ours = erec(q, unit="evidence")
+    assert (code, ours) == (0.0, 1.0)  # the data set's words are not in the context; the span's are
+
+
+def test_sentences_unit_gives_each_sentence_its_length_weighted_credit():
+    paragraph = "We use BERT. Results improve by two points. Training is fast."
+    doc = Document("p", "Intro.\n" + paragraph)
+    q = Query("q", "?", evidence=(Span("p", 7, 7 + len(paragraph)),))
+    context = "We use BERT. Other words. Training is fast."
+    item = query_eval(q, Context("q", (), context, 0), documents={"p": doc})
+    s1, s2, s3 = sent_tokenize(paragraph)
+    assert (s1, s3) == ("We use BERT.", "Training is fast.")
+    assert EvidenceRecall(unit="sentences")(item)["evidence_recall"] == pytest.approx(
+        (len(s1) + len(s3)) / (len(s1) + len(s2) + len(s3)))
+    assert EvidenceRecall(unit="evidence")(item)["evidence_recall"] == 0.0  # the paragraph, whole
+    assert EvidenceSpanRecall()(item)["evidence_span_recall"] == 0.0
+
+
+def test_sentences_are_nltks_english_punkt_model():
+    # the trained model knows "Dr." and "p.m."; an untrained Punkt splits after each
+    assert sent_tokenize("Dr. Smith arrived at 5 p.m. on Monday. He sat down.") == [
+        "Dr. Smith arrived at 5 p.m. on Monday.", "He sat down."]
+
+
+def test_answers_unit_and_a_query_with_nothing_to_find():
+    q = Query("q", "?", answers=("BERT", "two points"))
+    item = query_eval(q, Context("q", (), "We use BERT.", 0))
+    assert EvidenceRecall(unit="answers")(item)["evidence_recall"] == pytest.approx(4 / 14)
+    assert EvidenceRecall(unit="evidence")(item)["evidence_recall"] == 0.0  # eval.py: 0 / (0 + 1e-20)
+    assert math.isnan(EvidenceRecall(unit="evidence", no_evidence="nan")(item)["evidence_recall"])
+
+
+@pytest.mark.parametrize("dataset, subset, unit", [
+    ("harness.data.qasper.Qasper", None, "sentences"),
+    ("harness.data.longbench.LongBench", "all", "answers"),
+    ("harness.data.ohrbench.OHRBench", None, "evidence"),
+    ("harness.data.gutenqa.GutenQA", None, "evidence"),
+    ("harness.data.hicbench.HiChunkLayout", "HiCBench", "evidence"),
+    ("harness.data.hicbench.HiChunkLayout", "qasper_all", "sentences"),
+    ("harness.data.hicbench.HiChunkLayout", "narrativeqa", "answers"),
+])
+def test_auto_unit_is_eval_py_choice_by_data_set(dataset, subset, unit):
+    assert auto_unit(dataset, subset) == unit
+
+
+def test_evidence_recall_config_picks_the_unit_of_the_run_data_set(make_cfg):
+    from harness.pipeline.components import build_component
+
+    for dataset, unit in [("qasper", "sentences"), ("ohrbench", "evidence"), ("longbench", "answers")]:
+        cfg = make_cfg(f"dataset={dataset}")
+        assert build_component(cfg.metrics.evidence_recall, "metrics.evidence_recall").unit == unit, dataset
+
+
+def test_evidence_recall_bad_options_name_the_parameter():
+    with pytest.raises(ConfigError, match="unit must be one of auto, evidence, sentences, answers"):
+        EvidenceRecall(unit="paragraphs")
+    with pytest.raises(ConfigError, match="no_evidence"):
+        EvidenceRecall(no_evidence="skip")
+    with pytest.raises(ConfigError, match="context must be one of joined_sentences, as_is"):
+        EvidenceRecall(context="document")
+
+
+def test_evidence_wording_is_one_snippet_per_span():
+    with pytest.raises(DataError, match="evidence_wording"):
+        Query("q", "?", evidence=(span(E1),), evidence_wording=("a", "b")).validate("toy", {"d": DOC})
 
 
 def test_run_level_aggregates_are_not_means():
@@ -99,11 +218,11 @@ def test_run_level_aggregates_are_not_means():
     assert 0 < out["sacrebleu_corpus"] < 1
     # Micro F1: 3 of 4 predicted points match 3 of 6 gold ones over two documents.
     docs = [{f"chunk_point_n_{k}_{t}": v for t in ("l1", "l2", "all") for k, v in zip(("match", "pred", "gold"), c)}
-            | {f"chunk_point_f1_{t}": 0.5 for t in ("l1", "l2", "all")} for c in ((1, 1, 1), (2, 3, 5))]
+            | {f"chunk_point_f1_{t}_macro": 0.5 for t in ("l1", "l2", "all")} for c in ((1, 1, 1), (2, 3, 5))]
     micro = ChunkPointF1().aggregate(docs)
-    assert micro["chunk_point_precision_all_micro"] == pytest.approx(3 / 4)
-    assert micro["chunk_point_recall_all_micro"] == pytest.approx(3 / 6)
-    assert micro["chunk_point_f1_all_micro"] == pytest.approx(2 * 0.75 * 0.5 / 1.25)
+    assert micro["chunk_point_precision_all"] == pytest.approx(3 / 4)
+    assert micro["chunk_point_recall_all"] == pytest.approx(3 / 6)
+    assert micro["chunk_point_f1_all"] == pytest.approx(2 * 0.75 * 0.5 / 1.25)
     cov = [{"fact_cov": 1.0, "fact_cov_facts": 1, "fact_cov_covered": 1.0},
            {"fact_cov": 0.25, "fact_cov_facts": 4, "fact_cov_covered": 1.0}, {"fact_cov": float("nan")}]
     assert FactCov(ScriptedLLM()).aggregate(cov) == {"fact_cov_fact_weighted": pytest.approx(2 / 5)}

@@ -9,8 +9,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.conftest import CONFIGS, ScriptedLLM, query_eval
-from harness.metrics.fact_cov import (COVERAGE_PROMPT, EXTRACTION_PROMPT, FactCov, fact_weighted_coverage, json_values,
-                                      parse_coverage, parse_facts, repetition_score)
+from harness.metrics.fact_cov import (COVERAGE_PROMPT, EXTRACTION_PROMPT, FactCov, coverage, fact_weighted_coverage,
+                                      json_values, parse_coverage, parse_facts, repetition_counts)
 from harness.types import Answer, ConfigError, Query
 
 CONFIG = CONFIGS / "metrics" / "fact_cov.yaml"
@@ -77,10 +77,14 @@ def test_json_values_finds_every_top_level_value():
     assert json_values('x {"a": 1} y [2, {"b": 3}] {bad} z') == [{"a": 1}, [2, {"b": 3}]]
 
 
-def test_repetition_score_and_fact_weighting():
-    assert repetition_score([1, 0, 1], 4) == pytest.approx(2 / 3)            # HiChunk: of the returned items
-    assert repetition_score([1, 0, 1], 4, "facts") == pytest.approx(0.5)     # of the facts
-    assert repetition_score([1, 1, 1], 2, "facts") == 1.0                    # extra items ignored
+def test_repetition_counts_coverage_and_fact_weighting():
+    assert repetition_counts([1, 0, 1], 4) == (2, 3)            # HiChunk: of the returned items
+    assert repetition_counts([1, 0, 1], 4, "facts") == (2, 4)   # of the facts
+    assert repetition_counts([1, 1, 1], 2, "facts") == (2, 2)   # extra items ignored
+    # two repetitions returned 1 of 1 and 1 of 3 items: HiChunk pools them, 2 of 4; the mean of ratios is 2/3
+    assert coverage([(1, 1), (1, 3)]) == 0.5
+    assert coverage([(1, 1), (1, 3)], "mean_of_ratios") == pytest.approx(2 / 3)
+    assert math.isnan(coverage([]))
     rows = [{"fact_cov": 0.5, "fact_cov_facts": 2.0, "fact_cov_covered": 1.0},
             {"fact_cov": 1.0, "fact_cov_facts": 3.0, "fact_cov_covered": 3.0},
             {"fact_cov": math.nan, "fact_cov_facts": math.nan, "fact_cov_covered": math.nan}]
@@ -161,13 +165,32 @@ def test_fact_cov_end_to_end_hand_computed():
     assert math.isnan(by["q5"]["fact_cov"]) and by["q5"]["fact_cov_parse_failures"] == 2.0
     assert math.isnan(by["q6"]["fact_cov"]) and by["q6"]["fact_cov_parse_failures"] == 6.0
     assert by["q6"]["fact_cov_reps"] == 0.0 and by["q6"]["fact_cov_facts"] == 1.0
-    assert math.isnan(by["q7"]["fact_cov"]) and by["q7"]["fact_cov_parse_failures"] == 0.0
+    # q7: a blank reference scores 1.0 with no facts, as HiChunk's compute_coverage_score (no call)
+    assert by["q7"] == {"fact_cov": 1.0, "fact_cov_facts": 0.0, "fact_cov_covered": 0.0, "fact_cov_reps": 0.0,
+                        "fact_cov_parse_failures": 0.0}
     # batching: extraction (q2, q5) then its retry (q5); per repetition one call for q1, q2, q6 and one retry;
     # seeds: extraction 0, 1; repetition r attempt a -> r + 3a
     assert llm.calls == [(2, 0), (1, 1), (3, 0), (1, 3), (3, 1), (2, 4), (3, 2), (1, 5)]
     assert seen == {"text1": 4, "text2": 3, "text6": 6}
     prompt = next(p for p in llm.prompts if 'Response: "text1"' in p)
     assert prompt == COVERAGE_PROMPT.format(question="Question q1?", response="text1", facts='["F1", "F2"]')
+
+
+def test_fact_cov_pools_the_repetitions_flags_or_averages_their_ratios():
+    replies = iter([cov(1), cov(1, 0, 0)] * 2)  # repetition 1 returns one item, repetition 2 three
+    llm = ScriptedLLM(reply=lambda p: next(replies))
+    item = query_eval(Query("q", "Q?", ("Gold.",), facts=("F1", "F2", "F3")), answer=Answer("q", "text"))
+    assert FactCov(llm, repetitions=2)(item)["fact_cov"] == pytest.approx(2 / 4)
+    assert FactCov(llm, repetitions=2, aggregation="mean_of_ratios")(item)["fact_cov"] == pytest.approx((1 + 1 / 3) / 2)
+
+
+def test_fact_cov_empty_reference_option():
+    llm = ScriptedLLM(reply=lambda p: cov(1, 0))
+    blank = query_eval(Query("q", "Q?", ("  ",), facts=("F1", "F2")), answer=Answer("q", "text"))
+    assert FactCov(llm, repetitions=1)(blank)["fact_cov"] == 1.0 and not llm.prompts   # before the gold facts
+    assert FactCov(llm, repetitions=1, empty_reference=None)(blank)["fact_cov"] == 0.5  # gold facts scored
+    no_facts = query_eval(Query("q", "Q?", ()), answer=Answer("q", "text"))
+    assert math.isnan(FactCov(llm, repetitions=1, empty_reference=None)(no_facts)["fact_cov"])
 
 
 def test_fact_cov_greedy_asks_once_and_denominator_facts():
@@ -198,6 +221,10 @@ def test_fact_cov_config_errors():
         FactCov(llm, repetitions=0)
     with pytest.raises(ConfigError, match="denominator"):
         FactCov(llm, denominator="all")
+    with pytest.raises(ConfigError, match="aggregation must be one of pooled, mean_of_ratios"):
+        FactCov(llm, aggregation="median")
+    with pytest.raises(ConfigError, match="empty_reference"):
+        FactCov(llm, empty_reference="one")
     with pytest.raises(ConfigError, match="temperature"):
         FactCov(llm, temperature=-1)
     with pytest.raises(ConfigError, match="coverage_prompt"):
@@ -210,12 +237,13 @@ def test_fact_cov_config_composes(make_cfg):
     from harness.pipeline.components import build_component
 
     cfg = make_cfg("metrics=fact_cov", "llm=none")
-    assert {"evidence_recall", "span_overlap", "fact_cov"} <= set(cfg.metrics)
+    assert {"evidence_recall", "evidence_span_recall", "span_overlap", "fact_cov"} <= set(cfg.metrics)
     with pytest.raises(ConfigError, match="metrics.fact_cov.*language model"):
         build_component(cfg.metrics.fact_cov, "metrics.fact_cov")
     raw = OmegaConf.load(CONFIG).fact_cov
     assert raw.extraction_prompt == EXTRACTION_PROMPT and raw.coverage_prompt == COVERAGE_PROMPT
     assert (raw.repetitions, raw.temperature, raw.top_p) == (5, 0.6, 0.95)
+    assert (raw.aggregation, raw.empty_reference) == ("pooled", 1.0)
 
 
 # --- the bundled model -------------------------------------------------------------------------

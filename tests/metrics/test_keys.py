@@ -78,12 +78,13 @@ def test_is_recorded_accepts_derived_names_and_rejects_others():
     from harness.metrics.spans import SpanOverlap
 
     metrics = {"scope": AnswerScopeRecall(ks=[1.5, 3]), "points": ChunkPointF1(levels=[1]), "spans": SpanOverlap()}
-    assert "scope_recall_at_1.5" in recorded_keys(metrics) and "chunk_point_f1_all_micro" in recorded_keys(metrics)
+    assert "scope_recall_at_1.5" in recorded_keys(metrics) and "chunk_point_f1_all" in recorded_keys(metrics)
     for name in ["scope_recall_at_3", "n/scope_recall_at_3", "scope_recall_at_3/ci95_high", "news/span_iou",
-                 "chunk_point_f1_l1/ci95_low", "chunk_point_recall_l1_micro", "chunks_per_doc", "news/context_tokens"]:
+                 "chunk_point_f1_l1_macro/ci95_low", "chunk_point_f1_l1_macro/std", "span_iou/std",
+                 "chunk_point_recall_l1", "chunks_per_doc", "news/context_tokens"]:
         assert is_recorded(name, metrics), name
-    for name in ["scope_recall_at_5", "chunk_point_f1_l2", "n/chunk_point_f1_l1_micro", "news/chunk_point_f1_l1",
-                 "span_iou/ci95_mid", "evidence_recall"]:
+    for name in ["scope_recall_at_5", "chunk_point_f1_l2", "n/chunk_point_f1_l1", "news/chunk_point_f1_l1_macro",
+                 "chunk_point_f1_l1/std", "span_iou/ci95_mid", "evidence_recall"]:
         assert not is_recorded(name, metrics), name
     assert is_recorded("news/span_iou", metrics, tasks=["news"]) and not is_recorded("web/span_iou", metrics, ["news"])
 
