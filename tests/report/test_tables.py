@@ -257,3 +257,18 @@ def test_a_swept_row_shows_its_mean_its_best_or_the_groups_best(tmp_path, select
     assert render.cell(t, "smoke", t.rows[0], t.columns()[1], runs, None).chosen == "chunker.size=200"
     with pytest.raises(ConfigError, match="only with sweep_select: best_group"):
         write_table(tmp_path / "c", SWEPT + "select_by: [doc_f1_at_1]\n")
+
+
+def test_a_cell_shows_its_interval_or_its_std_over_queries(tmp_path):
+    body = SWEPT.replace(", sweep: {chunker.size: [100, 200]}", "")
+    runs = fake_runs({"fixed|data": {"doc_f1_at_1": 0.4, "doc_f1_at_1/ci95_low": 0.3, "doc_f1_at_1/ci95_high": 0.5,
+                                     "doc_f1_at_1/std": 0.2, "doc_f1_at_5": 0.6}})
+    ci = write_table(tmp_path, body)
+    c = render.cell(ci, "smoke", ci.rows[0], ci.columns()[0], runs, None)
+    assert (c.low, c.high, c.std) == (0.3, 0.5, None) and render.ours_text(c, 2) == "0.40 [0.30, 0.50]"
+    std = write_table(tmp_path / "b", body + "spread: std\n")
+    c = render.cell(std, "smoke", std.rows[0], std.columns()[0], runs, None)
+    assert (c.low, c.std) == (None, 0.2) and render.ours_text(c, 2) == "0.40 ± 0.20"
+    assert "ours ± std over queries" in "\n".join(render.caption(render.Rendered(std, "smoke", {}, [], 0.0, "")))
+    with pytest.raises(ConfigError, match="spread: ci | std"):
+        write_table(tmp_path / "c", body + "spread: sd\n")

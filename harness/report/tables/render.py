@@ -81,8 +81,12 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper)
     if len(values) == 1 or spec.sweep_select != "mean":
         best = max(range(len(values)), key=lambda i: selection_score(spec, row, col, records[i], values[i]))
         m = records[best].data.metrics
-        low, high = m.get(f"{metric.metric}/ci95_low"), m.get(f"{metric.metric}/ci95_high")
         chosen = "|".join(points[best].key.split("|")[2 + (spec.x is not None):]) if len(values) > 1 else ""
+        if spec.spread == "std":
+            std = m.get(f"{metric.metric}/std")
+            return Cell(values[best] * f, std=None if std is None else std * f, n_runs=len(values), paper=paper,
+                        chosen=chosen)
+        low, high = m.get(f"{metric.metric}/ci95_low"), m.get(f"{metric.metric}/ci95_high")
         return Cell(values[best] * f, None if low is None else low * f, None if high is None else high * f,
                     n_runs=len(values), paper=paper, chosen=chosen)
     return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
@@ -176,7 +180,8 @@ def caption(t: Rendered) -> list[str]:
     over = {"best": "best point of the row's sweep",
             "best_group": "at the row's sweep point best on the mean of the group's metrics"}.get(
         s.sweep_select, "± std over the row's sweep")
-    lines.append(f"Each cell: ours [bootstrap 95% interval] ({over}), the paper's value, and ours − paper.")
+    spread = "± std over queries" if s.spread == "std" else "[bootstrap 95% interval]"
+    lines.append(f"Each cell: ours {spread} ({over}), the paper's value, and ours − paper.")
     return lines
 
 

@@ -18,7 +18,8 @@ so may a row (a row's choice wins over its group's).
 sweep point (a paper that reports the best chunk size per method) instead of mean ± std, and
 ``best_group`` the point best on the mean of the group's metrics (one configuration per dataset),
 or of the run metrics ``select_by`` names (a table that shows F1@5 of the configuration chosen by
-the mean F1 over k).
+the mean F1 over k). ``spread: std`` shows a one-run cell's population standard deviation over
+queries (the papers' ±) instead of its bootstrap 95% interval (``ci``, the default).
 
 ``scale`` maps each scale to what changes there. For a row or a group, ``overrides`` replace the
 axis's own (a stand-in for a paper dataset that is not bundled; its ``label`` is shown in the
@@ -31,6 +32,7 @@ rendered header) and ``add`` appends to them (e.g. a reply budget the bundled mo
     groups: {key: {label, overrides, missing, metrics: {key: run metric}}}
     metrics: {key: {metric, label, factor, digits}}
     x: {param, label, values: [...], names: [...]}     sweep_select: mean | best | best_group
+    select_by: [run metrics]                           spread: ci | std
     scale: {smoke: {shared, rows|groups: {key: {label, overrides, add}}, skip: {key: why}}}
 """
 
@@ -52,7 +54,7 @@ SCALES = ("smoke", "full")
 SWEEP_SELECT = ("mean", "best", "best_group")
 AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
-        "select_by"}
+        "select_by", "spread"}
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ class TableSpec:
     x: XAxis | None = None
     sweep_select: str = "mean"
     select_by: tuple[str, ...] = ()   # best_group: these run metrics instead of the group's
+    spread: str = "ci"                # a one-run cell's spread: ci (bootstrap 95%) | std (over queries)
 
     @property
     def paper(self) -> str:
@@ -260,6 +263,9 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
         raise ConfigError(f"{where}.select_by: only with sweep_select: best_group")
     if select not in SWEEP_SELECT:
         raise ConfigError(f"{where}.sweep_select: {' | '.join(SWEEP_SELECT)}, got {select!r}")
+    spread = str(raw.get("spread", "ci"))
+    if spread not in ("ci", "std"):
+        raise ConfigError(f"{where}.spread: ci | std, got {spread!r}")
     layout = {str(k) for k in raw["metrics"]}
     for kind in ("rows", "groups"):
         for key, axis in raw[kind].items():
@@ -270,7 +276,7 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
                      _overrides(raw.get("shared"), f"{where}.shared"), _axes(raw["rows"], f"{where}.rows"),
                      _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where),
-                     select, select_by)
+                     select, select_by, spread)
 
 
 def all_specs() -> list[TableSpec]:
