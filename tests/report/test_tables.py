@@ -166,7 +166,11 @@ def test_a_figure_renders_to_png_with_the_papers_points(tmp_path):
     # quality against cost over the same runs: one dataset, four chunker configurations
     from harness.report.tables import pareto
 
+    stale = tmp_path / "results" / "pareto" / "a_dataset_no_longer_run.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
     [(dataset, metric, plot_path, n)] = pareto.write(uri, "smoke", tmp_path / "results")
+    assert not stale.exists()  # the folder holds this record's plots only
     assert metric == "evidence_recall" and n == 4 and plot_path.is_file()
     rows = list(csv.DictReader(line for line in plot_path.with_suffix(".csv").read_text().splitlines()
                                if not line.startswith("#")))

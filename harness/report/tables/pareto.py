@@ -167,12 +167,16 @@ def write(uri: str, scale: str, out: Path) -> list[tuple[str, str, Path, int]]:
     """``results/pareto/<dataset>.{png,csv}``; returns (dataset, metric, png path, points) per plot."""
     written = []
     folder = out / "pareto"
+    stale = set(folder.glob("*.png")) | set(folder.glob("*.csv"))  # the folder is generated: no leftovers
     for dataset, (metric, setting, pts) in points(finished_runs(uri, scale)).items():
-        if len(pts) < 2:
+        if len(pts) < 2 or not any(p.quality > 0 for p in pts):  # nothing to compare
             continue
         folder.mkdir(parents=True, exist_ok=True)
         base = folder / slug(dataset)
         base.with_suffix(".csv").write_text(csv_text(metric, setting, pts), encoding="utf-8")
         plot(dataset, metric, setting, pts, base.with_suffix(".png"), scale)
         written.append((dataset, metric, base.with_suffix(".png"), len(pts)))
+        stale -= {base.with_suffix(".png"), base.with_suffix(".csv")}
+    for path in stale:
+        path.unlink()
     return written
