@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.report.tables.grid import paper_numbers
-from harness.report.tables.spec import REPO, Axis, Column, TableSpec
+from harness.report.tables.spec import REPO, Axis, Column, GridRun, TableSpec
 
 RESULTS = REPO / "results"
 MODEL_NAMES = {"embedder": "bundled all-MiniLM-L6-v2", "llm": "bundled SmolLM2-135M-Instruct"}
@@ -61,11 +61,20 @@ def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
     return out
 
 
-def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper) -> Cell:
+def grid_points(spec: TableSpec, scale: str) -> dict[tuple[str, str, str | None], list[GridRun]]:
+    """The grid points of each cell, (row, group, x) -> its sweep points, computed once per table."""
+    out: dict[tuple[str, str, str | None], list[GridRun]] = {}
+    for p in spec.runs(scale):
+        out.setdefault((p.row, p.group, p.x), []).append(p)
+    return out
+
+
+def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper,
+         points_by_cell: dict | None = None) -> Cell:
     if row.missing or col.group.missing:
         return Cell(None, paper=paper, note="not built")
     metric = replace(col.metric, metric=spec.metric_name(row, col))
-    points = [p for p in spec.runs(scale) if p.row == row.key and p.group == col.group.key and p.x == col.x]
+    points = (points_by_cell or grid_points(spec, scale)).get((row.key, col.group.key, col.x), [])
     if points and all(p.skip for p in points):  # the reason is printed once, in the caption
         return Cell(None, paper=paper, note=f"not run at {scale} scale")
     records = [runs.get(p.key) for p in points]
@@ -79,7 +88,8 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper)
         return Cell(None, paper=paper, note="nothing to score in this data")
     f = metric.factor
     if len(values) == 1 or spec.sweep_select != "mean":
-        best = max(range(len(values)), key=lambda i: selection_score(spec, row, col, records[i], values[i]))
+        names = selection_names(spec, row, col)
+        best = max(range(len(values)), key=lambda i: selection_score(spec, names, records[i], values[i]))
         m = records[best].data.metrics
         chosen = "|".join(points[best].key.split("|")[2 + (spec.x is not None):]) if len(values) > 1 else ""
         if spec.spread == "std":
@@ -92,14 +102,17 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper)
     return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
 
 
-def selection_score(spec: TableSpec, row: Axis, col: Column, record, value: float) -> float:
+def selection_names(spec: TableSpec, row: Axis, col: Column) -> list[str]:
+    """The run metrics ``best_group`` averages: ``select_by``, else every metric of the cell's group."""
+    return list(spec.select_by) or [spec.metric_name(row, c) for c in spec.columns()
+                                    if c.group.key == col.group.key and c.x == col.x]
+
+
+def selection_score(spec: TableSpec, names: list[str], record, value: float) -> float:
     """What picks a swept row's point: ``best`` its value in this cell; ``best_group`` the mean
-    of every metric of the cell's group (one configuration per dataset, as Qu et al. choose it
-    by the mean F1 over k)."""
+    of ``names`` (one configuration per dataset, as Qu et al. choose it by the mean F1 over k)."""
     if spec.sweep_select == "best":
         return value
-    names = spec.select_by or [spec.metric_name(row, c) for c in spec.columns()
-                               if c.group.key == col.group.key and c.x == col.x]
     found = [record.data.metrics[n] for n in names if n in record.data.metrics]
     return statistics.fmean(found) if found else -math.inf
 
@@ -150,8 +163,9 @@ def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
     recorded = recorded_runs(spec, uri, scale)
     runs = {key: rs[0] for key, rs in recorded.items()}
     numbers = paper_numbers(spec)
-    cells = {(row.key, col.key): cell(spec, scale, row, col, runs, numbers.get((row.key, col.key)))
-             for row in spec.rows for col in spec.columns()}
+    points, columns = grid_points(spec, scale), spec.columns()
+    cells = {(row.key, col.key): cell(spec, scale, row, col, runs, numbers.get((row.key, col.key)), points)
+             for row in spec.rows for col in columns}
     # what the grid cost to compute: per grid point its most expensive recorded run (the cold one)
     cold = sum(max(run_seconds(r) for r in rs) for rs in recorded.values())
     stages = [v for r in runs.values() for k, v in r.data.tags.items() if k.startswith("stage/")]

@@ -77,7 +77,7 @@ class XAxis:
     names: tuple[str, ...]
 
     def point(self, value: Any) -> str:
-        return f"{self.param}={'null' if value is None else value}"
+        return f"{self.param}={_str(value)}"
 
 
 @dataclass(frozen=True)
