@@ -5,6 +5,11 @@ Words are whitespace words, or characters for Chinese text (as LongBench counts 
 sentences come from the project's sentence splitter. A run's means of these keys are the
 tables' per-document and per-question averages; ``n_docs`` and ``n_queries`` are recorded by
 every run. The evidence of a question is its spans' text and what could not be aligned, joined.
+
+With ``tokenizer`` set (a :class:`harness.text.Tokenizer` name: bundled, cl100k, a Hub id),
+tokens are counted too: ``doc_tokens``, ``evidence_tokens`` and the run-level
+``tokens_per_section``, the documents' tokens over their sections (a ratio of sums, as
+MC-indexing's Table 1 reads: its tokens/sec is its tokens/doc over its sections/doc).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
-from harness.text import is_cjk, sentence_spans
+from harness.text import Tokenizer, is_cjk, sentence_spans
 from harness.types import Chunk, Document
 
 NAN = float("nan")
@@ -27,12 +32,27 @@ class DocumentStatistics(DocumentMetric):
 
     KEYS = ("doc_sentences", "doc_words", "doc_sections")
 
+    def __init__(self, tokenizer: str | None = None):
+        self.tokenizer = Tokenizer("tokens", tokenizer) if tokenizer else None
+
     def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> dict[str, float]:
-        return {"doc_sentences": float(len(sentence_spans(doc.text, doc.language))),
-                "doc_words": float(words(doc.text)), "doc_sections": float(len(doc.sections))}
+        row = {"doc_sentences": float(len(sentence_spans(doc.text, doc.language))),
+               "doc_words": float(words(doc.text)), "doc_sections": float(len(doc.sections))}
+        if self.tokenizer:
+            row["doc_tokens"] = float(self.tokenizer.count(doc.text))
+        return row
 
     def keys(self) -> set[str]:
-        return set(self.KEYS)
+        return set(self.KEYS) | ({"doc_tokens"} if self.tokenizer else set())
+
+    def aggregate(self, rows: Sequence[dict[str, float]]) -> dict[str, float]:
+        if not self.tokenizer:
+            return {}
+        sections = sum(r["doc_sections"] for r in rows)
+        return {"tokens_per_section": sum(r["doc_tokens"] for r in rows) / sections if sections else NAN}
+
+    def aggregate_keys(self) -> set[str]:
+        return {"tokens_per_section"} if self.tokenizer else set()
 
 
 class QueryStatistics(QueryMetric):
@@ -41,15 +61,21 @@ class QueryStatistics(QueryMetric):
 
     KEYS = ("question_words", "answer_words", "evidence_words", "evidence_sentences")
 
+    def __init__(self, tokenizer: str | None = None):
+        self.tokenizer = Tokenizer("tokens", tokenizer) if tokenizer else None
+
     def __call__(self, item: QueryEval) -> dict[str, float]:
         q = item.query
         answers = [words(a) for a in q.answers]
         evidence = " ".join(item.evidence_texts)
         language = "zh" if is_cjk(evidence) else "en"
-        return {"question_words": float(words(q.question)),
-                "answer_words": sum(answers) / len(answers) if answers else NAN,
-                "evidence_words": float(words(evidence)) if evidence else NAN,
-                "evidence_sentences": float(len(sentence_spans(evidence, language))) if evidence else NAN}
+        row = {"question_words": float(words(q.question)),
+               "answer_words": sum(answers) / len(answers) if answers else NAN,
+               "evidence_words": float(words(evidence)) if evidence else NAN,
+               "evidence_sentences": float(len(sentence_spans(evidence, language))) if evidence else NAN}
+        if self.tokenizer:
+            row["evidence_tokens"] = float(self.tokenizer.count(evidence)) if evidence else NAN
+        return row
 
     def keys(self) -> set[str]:
-        return set(self.KEYS)
+        return set(self.KEYS) | ({"evidence_tokens"} if self.tokenizer else set())

@@ -276,3 +276,61 @@ def test_a_cell_shows_its_interval_or_its_std_over_queries(tmp_path):
     assert "ours ± std over queries" in "\n".join(render.caption(render.Rendered(std, "smoke", {}, [], 0.0, "")))
     with pytest.raises(ConfigError, match="spread: ci | std"):
         write_table(tmp_path / "c", body + "spread: sd\n")
+
+
+CORRELATED = """
+title: Correlated
+source: a test
+numbers: NUMBERS
+rows:
+  a: {label: A, overrides: [chunker=fixed]}
+  b: {label: B, overrides: [chunker=sentence]}
+  c: {label: C, overrides: [chunker=paragraph]}
+  d: {label: D, overrides: [chunker=recursive]}
+  gone: {label: Gone, overrides: [], missing: not built}
+groups:
+  data: {label: Data, overrides: []}
+metrics:
+  li: {metric: chunkscore_li, label: LI}
+  sd: {metric: chunkscore_sd, label: SD, factor: 100}
+  rouge: {metric: rouge_l_qchunker, label: ROUGE-L}
+correlation:
+  mix: [li, sd]
+  target: rouge
+  lambdas: {start: 0.0, stop: 1.0, step: 0.01}
+"""
+
+
+def test_a_correlation_figure_tracks_a_metric_mix_across_rows(tmp_path):
+    import matplotlib.image
+
+    from harness.report.tables import correlation
+
+    t = write_table(tmp_path, CORRELATED)
+    assert len(t.correlation.lambdas) == 101 and t.correlation.lambdas[30] == 0.3
+    # ROUGE-L follows SD exactly and LI backwards: r = 1 at lambda 0, -1 at lambda 1
+    values = {"a": (4.0, 0.1, 0.2), "b": (3.0, 0.2, 0.4), "c": (2.0, 0.3, 0.6), "d": (1.0, 0.4, 0.8)}
+    runs = fake_runs({f"{k}|data": {"chunkscore_li": li, "chunkscore_sd": sd, "rouge_l_qchunker": y}
+                      for k, (li, sd, y) in values.items()})
+    cells = {(row.key, col.key): render.cell(t, "smoke", row, col, runs, None) for row in t.rows for col in t.columns()}
+    rendered = render.Rendered(t, "smoke", cells, [], 0.0, "")
+    [(group, curve)] = correlation.curves(rendered).items()
+    r = dict(curve)
+    assert group == "data" and r[0.0] == pytest.approx(1.0) and r[1.0] == pytest.approx(-1.0)
+    assert correlation.best(curve) == (0.0, pytest.approx(1.0))
+    assert correlation.row_values(rendered, "data")[1] == ("b", 3.0, pytest.approx(0.2), 0.4)  # factor undone
+    md = render.markdown(rendered)
+    assert "| 0.3 |" in md and "r = 1.000 at λ = 0" in md and "Data: 4" in md
+    paths = render.write(rendered, tmp_path / "results")
+    rows = list(csv.DictReader(io.StringIO(paths[3].read_text())))
+    assert paths[3].name == "t1_correlation.csv" and len(rows) == 101 and rows[-1]["n_rows"] == "4"
+    png = matplotlib.image.imread(paths[4])
+    assert paths[4].suffix == ".png" and png.std() > 0
+    # fewer than three rows with values: undefined, not a fake +-1
+    two = {k: v for k, v in runs.items() if k[0] in "ab"}
+    cells = {(row.key, col.key): render.cell(t, "smoke", row, col, two, None) for row in t.rows for col in t.columns()}
+    assert all(rv is None for _, rv in correlation.curves(render.Rendered(t, "smoke", cells, [], 0.0, ""))["data"])
+    with pytest.raises(ConfigError, match="not layout metrics"):
+        write_table(tmp_path / "b", CORRELATED.replace("target: rouge", "target: bleu"))
+    with pytest.raises(ConfigError, match="step > 0"):
+        write_table(tmp_path / "c", CORRELATED.replace("step: 0.01", "step: 0"))

@@ -18,6 +18,7 @@ import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.report.tables import correlation
 from harness.report.tables.grid import paper_numbers
 from harness.report.tables.spec import REPO, Axis, Column, GridRun, TableSpec
 
@@ -223,6 +224,8 @@ def markdown(t: Rendered) -> str:
                 text += f"<br>paper {fmt(c.paper, digits)}" + (f", Δ {c.diff:+.{digits}f}" if c.diff is not None else "")
             cells.append(text)
         out.append(f"| {short_label(s, row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
+    if s.correlation:
+        out += correlation.markdown_lines(t)
     return "\n".join(out) + "\n"
 
 
@@ -270,6 +273,8 @@ def write(t: Rendered, out: Path = RESULTS) -> list[Path]:
         from harness.report.tables.figure import plot
 
         paths.append(plot(t, base.with_suffix(".png")))
+    if t.spec.correlation:
+        paths += correlation.write(t, base)
     return paths
 
 
@@ -284,7 +289,8 @@ def index(rendered: list[Rendered], pareto: list[tuple[str, str, Path, int]] = (
              "|---|---|---|---|---|---|---|---|"]
     for t in rendered:
         stand = "; ".join(t.spec.stand_ins(t.scale)) or "none"
-        link = f"[{t.spec.id}]({t.spec.id}.md)" + (f" ([png]({t.spec.id}.png))" if t.spec.is_figure else "")
+        png = t.spec.is_figure or t.spec.correlation is not None
+        link = f"[{t.spec.id}]({t.spec.id}.md)" + (f" ([png]({t.spec.id}.png))" if png else "")
         lines.append(f"| {link} | {t.spec.title} | {t.scale} | {t.filled}/{len(t.cells)} | {stand} | "
                      f"{'; '.join(t.models) or 'none'} | {t.cold_seconds:.0f} s | {t.cache_note} |")
     if pareto:

@@ -21,6 +21,10 @@ or of the run metrics ``select_by`` names (a table that shows F1@5 of the config
 the mean F1 over k). ``spread: std`` shows a one-run cell's population standard deviation over
 queries (the papers' ±) instead of its bootstrap 95% interval (``ci``, the default).
 
+``correlation`` makes a table a correlation figure over its rows (QChunker's Figure 2): for each
+weight λ of ``lambdas``, the Pearson correlation, across the rows of a group, between the mix
+``λ·a + (1-λ)·b`` of two layout metrics (``mix: [a, b]``) and the ``target`` layout metric.
+
 ``scale`` maps each scale to what changes there. For a row or a group, ``overrides`` replace the
 axis's own (a stand-in for a paper dataset that is not bundled; its ``label`` is shown in the
 rendered header) and ``add`` appends to them (e.g. a reply budget the bundled model needs);
@@ -34,6 +38,7 @@ rendered header) and ``add`` appends to them (e.g. a reply budget the bundled mo
     x: {param, label, values: [...], names: [...]}     sweep_select: mean | best | best_group
     select_by: [run metrics]                           spread: ci | std
     scale: {smoke: {shared, rows|groups: {key: {label, overrides, add}}, skip: {key: why}}}
+    correlation: {mix: [a, b], target: key, lambdas: {start, stop, step}}
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ SCALES = ("smoke", "full")
 SWEEP_SELECT = ("mean", "best", "best_group")
 AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
-        "select_by", "spread"}
+        "select_by", "spread", "correlation"}
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,15 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Correlation:
+    """Pearson r across rows between ``λ·mix[0] + (1-λ)·mix[1]`` and ``target`` (layout keys)."""
+
+    mix: tuple[str, str]
+    target: str
+    lambdas: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class GridRun:
     """One run of a table's grid: ``key`` = ``row|group`` (``|param=value`` for an x value and a
     sweep point)."""
@@ -130,6 +144,7 @@ class TableSpec:
     sweep_select: str = "mean"
     select_by: tuple[str, ...] = ()   # best_group: these run metrics instead of the group's
     spread: str = "ci"                # a one-run cell's spread: ci (bootstrap 95%) | std (over queries)
+    correlation: Correlation | None = None
 
     @property
     def paper(self) -> str:
@@ -239,6 +254,28 @@ def _x_axis(node: Any, where: str) -> XAxis | None:
     return XAxis(str(node["param"]), str(node.get("label", node["param"])), values, names)
 
 
+def _correlation(node: Any, layout: set[str], where: str) -> Correlation | None:
+    if node is None:
+        return None
+    where = f"{where}.correlation"
+    if not isinstance(node, dict) or set(node) != {"mix", "target", "lambdas"}:
+        raise ConfigError(f"{where}: needs {{mix: [a, b], target, lambdas: {{start, stop, step}}}}, got {node!r}")
+    mix, target, lam = node["mix"], str(node["target"]), node["lambdas"] or {}
+    if isinstance(mix, str) or len(mix) != 2:
+        raise ConfigError(f"{where}.mix: two layout metric keys, got {mix!r}")
+    unknown = {str(k) for k in (*mix, target)} - layout
+    if unknown:
+        raise ConfigError(f"{where}: {sorted(unknown)} are not layout metrics ({sorted(layout)})")
+    try:
+        start, stop, step = float(lam["start"]), float(lam["stop"]), float(lam["step"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"{where}.lambdas: needs numbers start, stop, step; got {lam!r}") from e
+    if step <= 0 or stop < start:
+        raise ConfigError(f"{where}.lambdas: needs step > 0 and stop >= start; got {lam!r}")
+    n = int(round((stop - start) / step))
+    return Correlation((str(mix[0]), str(mix[1])), target, tuple(round(start + i * step, 10) for i in range(n + 1)))
+
+
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     """A table file, checked for its shape (names are checked by ``grid.validate``); its id is its
     path under ``root`` without the suffix (``hichunk/table3``)."""
@@ -276,7 +313,7 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
                      _overrides(raw.get("shared"), f"{where}.shared"), _axes(raw["rows"], f"{where}.rows"),
                      _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where),
-                     select, select_by, spread)
+                     select, select_by, spread, _correlation(raw.get("correlation"), layout, where))
 
 
 def all_specs() -> list[TableSpec]:
