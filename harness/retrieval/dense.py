@@ -54,7 +54,7 @@ class DenseRetriever(Retriever):
             if model or query_model or passage_model:
                 raise ConfigError("retriever.embedder and retriever.model/query_model/passage_model are "
                                   "alternatives: set one of them")
-            self.query_encoder = self.passage_encoder = embedder
+            self.query_embedder = self.embedder = embedder
             self.query_prefix, self.passage_prefix = embedder.query_prefix, embedder.document_prefix
         else:
             query_model, passage_model = (model, model) if model else (query_model, passage_model)
@@ -66,15 +66,15 @@ class DenseRetriever(Retriever):
                 return SentenceTransformerEmbedder(name, batch_size, device, max_seq_length, pooling=pooling,
                                                    cache=cache)
 
-            self.passage_encoder = encoder(passage_model)
-            self.query_encoder = self.passage_encoder if query_model == passage_model else encoder(query_model)
+            self.embedder = encoder(passage_model)  # passages (both sides unless a dual encoder)
+            self.query_embedder = self.embedder if query_model == passage_model else encoder(query_model)
             self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.similarity, self.use_gpu = similarity, use_gpu
 
     def build(self, chunks: Sequence[Chunk]):
         import faiss
 
-        vecs = self.passage_encoder.encode([self.passage_prefix + c.text for c in chunks], "embed chunks",
+        vecs = self.embedder.encode([self.passage_prefix + c.text for c in chunks], "embed chunks",
                                            normalize=self.similarity == "cosine")
         index = faiss.IndexFlatIP(vecs.shape[1])
         if self.use_gpu and hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
@@ -83,7 +83,7 @@ class DenseRetriever(Retriever):
         return index
 
     def search(self, index, queries: Sequence[Query], k: int):
-        qv = self.query_encoder.encode([self.query_prefix + q.question for q in queries], "embed queries",
+        qv = self.query_embedder.encode([self.query_prefix + q.question for q in queries], "embed queries",
                                        normalize=self.similarity == "cosine")
         # faiss orders equal scores arbitrarily: widen the search until no row's k-th score
         # is tied with its last, so the caller can break ties by document position.

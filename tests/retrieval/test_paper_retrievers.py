@@ -86,7 +86,7 @@ def test_dual_encoder_uses_each_model_on_its_side_with_raw_dot_product(recorded)
 def test_model_replaces_both_sides_for_the_stand_in(recorded):
     r = DenseRetriever(model="bundled", query_model="facebook/dpr-question_encoder-multiset-base",
                        passage_model="facebook/dpr-ctx_encoder-multiset-base")
-    assert r.query_encoder is r.passage_encoder and r.passage_encoder.path == resolve_model("bundled")
+    assert r.query_embedder is r.embedder and r.embedder.path == resolve_model("bundled")
 
 
 def test_prefixed_and_raw_vectors_are_separate_cache_entries(recorded, tmp_path):
@@ -197,12 +197,12 @@ def test_paper_configs_compose_and_build_with_the_stand_in(make_cfg, name):
         assert cfg.retriever.model == "colbert-ir/colbertv2.0"
     else:
         built = build_component(cfg.retriever, "retriever")  # paper ids: built lazily, nothing loads
-        assert (built.query_encoder.model, built.passage_encoder.model) == PAPER_MODELS[name]
+        assert (built.query_embedder.model, built.embedder.model) == PAPER_MODELS[name]
     r = build_component(make_cfg(f"retriever={name}", "retriever.model=bundled").retriever, "retriever")
     if name == "colbert":
         assert isinstance(r, LateInteractionRetriever) and r.model == "bundled"
     else:
-        assert r.query_encoder.path == r.passage_encoder.path == resolve_model("bundled")
+        assert r.query_embedder.path == r.embedder.path == resolve_model("bundled")
         assert r.query_prefix == cfg.retriever.query_prefix and r.passage_prefix == cfg.retriever.passage_prefix
     (res,), _ = r.retrieve([QUERY], CHUNKS)
     assert res.ranked[0][0] == "d#0"
