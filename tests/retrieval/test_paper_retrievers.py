@@ -219,3 +219,34 @@ def test_end_to_end_with_a_paper_retriever(make_cfg, name):
     assert all(row["context_chunk_ids"] for row in r.per_query)
     namespace = "token_embeddings" if name == "colbert" else "embeddings"
     assert r.cache_counts[namespace]["misses"] > 0
+
+
+def test_colbert_checkpoint_loads_with_its_own_settings(tmp_path):
+    """A tiny random checkpoint in colbert-ir/colbertv2.0's layout (HF_ColBERT: bert.* weights,
+    the projection as linear.weight, artifact.metadata): the paper's loading path, offline."""
+    import json
+
+    from safetensors.torch import save_file
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    from harness.retrieval.late_interaction import _load_encoder
+
+    tok = BertTokenizerFast.from_pretrained(resolve_model("bundled"))
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64)
+    torch.manual_seed(0)
+    state = {f"bert.{k}": v.contiguous() for k, v in BertModel(cfg).state_dict().items()}
+    state["linear.weight"] = torch.randn(8, 32)
+    save_file(state, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps({**cfg.to_dict(), "architectures": ["HF_ColBERT"]}))
+    (tmp_path / "artifact.metadata").write_text(json.dumps({"query_maxlen": 32, "doc_maxlen": 180}))
+    tok.save_pretrained(tmp_path)
+
+    r = LateInteractionRetriever(str(tmp_path), document_length=512, device="cpu")
+    (query,), (doc,) = r.encode(["hello world"], "query"), r.encode(["hello, world."], "document")
+    assert query.shape == (32, 8)  # padded with [MASK] to query_maxlen, projected to 8 dims
+    assert doc.shape == (5, 8)  # [CLS] [unused1] hello world [SEP]: punctuation left out
+    encoder = _load_encoder(str(tmp_path), "cpu", 512)
+    assert encoder[0].document_length == 512 and encoder.prompts["query"] == "[unused0] "
+    assert torch.equal(encoder[1].linear.weight.detach().cpu(), state["linear.weight"])
+    assert _load_encoder(str(tmp_path), "cpu", None)[0].document_length == 180  # null: the checkpoint's
