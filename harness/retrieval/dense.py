@@ -1,4 +1,19 @@
-"""Dense retrieval: cosine similarity of normalised embeddings in a faiss flat index.
+"""Dense retrieval: similarity of passage and query vectors in a faiss flat index.
+
+Two ways to name the encoders:
+
+- ``embedder``: the run's embedder (``embedder: ${embedder}``), one model for both sides,
+  its own ``query_prefix``/``document_prefix``;
+- ``model`` (both sides) or ``query_model`` + ``passage_model`` (a dual encoder such as DPR's
+  question and context encoders), with ``query_prefix``/``passage_prefix`` (E5's
+  "query: "/"passage: ", BGE's query instruction), ``pooling`` and ``max_seq_length``.
+  ``model``, when set, replaces both side models, so ``retriever.model=bundled`` runs every
+  paper configuration offline with the bundled MiniLM standing in.
+
+Vectors are cached per (model, settings, exact text) by the embedder: each side's model
+caches its own, and a prefixed text is its own entry. ``similarity``: ``cosine``
+(normalised vectors) or ``dot`` (raw vectors: DPR and Contriever are trained for the
+unnormalised inner product).
 
 faiss-cpu by default; when the `gpu` extra (faiss-gpu) is installed and a GPU is
 visible, the index moves to the GPUs. Flat inner-product search is exact, so CPU and
@@ -12,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from harness.cache import Cache
 from harness.retrieval.base import Retriever
 from harness.retrieval.embedders import SentenceTransformerEmbedder
 from harness.types import Chunk, ConfigError, Query
@@ -19,20 +35,47 @@ from harness.types import Chunk, ConfigError, Query
 # faiss logs at INFO which instruction set it loaded (and a failed AVX2 probe); not a user's concern.
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
+SIMILARITIES = ("cosine", "dot")
+
 
 class DenseRetriever(Retriever):
-    def __init__(self, embedder: SentenceTransformerEmbedder, scope: str = "document", top_k: int = 100,
-                 use_gpu: bool = True):
+    def __init__(self, embedder: SentenceTransformerEmbedder | None = None, model: str | None = None,
+                 query_model: str | None = None, passage_model: str | None = None, query_prefix: str = "",
+                 passage_prefix: str = "", pooling: str | None = None, max_seq_length: int | None = None,
+                 similarity: str = "cosine", batch_size: int = 64, device: str | None = None,
+                 cache: Cache | None = None, scope: str = "document", top_k: int = 100, use_gpu: bool = True):
         super().__init__(scope, top_k)
-        if not isinstance(embedder, SentenceTransformerEmbedder):
-            raise ConfigError(f"retriever.embedder must build an embedder (embedder: ${{embedder}}); got {embedder!r}")
-        self.embedder, self.use_gpu = embedder, use_gpu
+        if similarity not in SIMILARITIES:
+            raise ConfigError(f"retriever.similarity must be one of {', '.join(SIMILARITIES)}; got {similarity!r}")
+        if embedder is not None:
+            if not isinstance(embedder, SentenceTransformerEmbedder):
+                raise ConfigError(f"retriever.embedder must build an embedder (embedder: ${{embedder}}); "
+                                  f"got {embedder!r}")
+            if model or query_model or passage_model:
+                raise ConfigError("retriever.embedder and retriever.model/query_model/passage_model are "
+                                  "alternatives: set one of them")
+            self.query_embedder = self.embedder = embedder
+            self.query_prefix, self.passage_prefix = embedder.query_prefix, embedder.document_prefix
+        else:
+            query_model, passage_model = (model, model) if model else (query_model, passage_model)
+            if not (query_model and passage_model):
+                raise ConfigError("retriever.model (one encoder) or both retriever.query_model and "
+                                  "retriever.passage_model (a dual encoder) must be set")
+
+            def encoder(name: str) -> SentenceTransformerEmbedder:
+                return SentenceTransformerEmbedder(name, batch_size, device, max_seq_length, pooling=pooling,
+                                                   cache=cache)
+
+            self.embedder = encoder(passage_model)  # passages (both sides unless a dual encoder)
+            self.query_embedder = self.embedder if query_model == passage_model else encoder(query_model)
+            self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        self.similarity, self.use_gpu = similarity, use_gpu
 
     def build(self, chunks: Sequence[Chunk]):
         import faiss
 
-        prefix = self.embedder.document_prefix
-        vecs = self.embedder.encode([prefix + c.text for c in chunks], "embed chunks")
+        vecs = self.embedder.encode([self.passage_prefix + c.text for c in chunks], "embed chunks",
+                                           normalize=self.similarity == "cosine")
         index = faiss.IndexFlatIP(vecs.shape[1])
         if self.use_gpu and hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
             index = faiss.index_cpu_to_all_gpus(index)
@@ -40,8 +83,8 @@ class DenseRetriever(Retriever):
         return index
 
     def search(self, index, queries: Sequence[Query], k: int):
-        prefix = self.embedder.query_prefix
-        qv = self.embedder.encode([prefix + q.question for q in queries], "embed queries")
+        qv = self.query_embedder.encode([self.query_prefix + q.question for q in queries], "embed queries",
+                                       normalize=self.similarity == "cosine")
         # faiss orders equal scores arbitrarily: widen the search until no row's k-th score
         # is tied with its last, so the caller can break ties by document position.
         n = index.ntotal

