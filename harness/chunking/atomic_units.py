@@ -15,7 +15,10 @@ reference):
   hands over to S_i+1 at the first j where D(y_j, S_i) > D(y_j, S_i+1) (re-checked against the
   next pair at the same j, since j_i+1 >= j_i). The sentences each section gets form one chunk.
   Whitespace runs are read as one space when measuring distances (the reply puts a section on
-  one line).
+  one line). ``mapping=alignment`` (an option, not the paper's) instead takes the non-decreasing
+  assignment of sentences to sections with the least total D (dynamic programming): the walk
+  compares neighbours only, so a duplicated section, or a next section that matches nothing,
+  stops it and the current section takes the rest of the segment; the alignment skips those.
 
 The mapping only moves forward through the sentences, so whatever the reply (paraphrased,
 reordered, duplicated or invented sections), the chunks are contiguous runs of whole source
@@ -23,9 +26,10 @@ sentences that tile the document: chunk spans are true character spans, cut at s
 
 Counted fallbacks (``RepairCounts``; logged as ``chunker_<name>``):
 
-- ``unlocated_sections``: sections that get no sentence (the walk passed them: invented,
-  duplicated or out-of-order sections, or a preamble line). Their text, if it is the document's,
-  stays in the chunk of the section the walk was on, i.e. the neighbouring located section.
+- ``unlocated_sections``: sections that get no sentence (invented, duplicated or out-of-order
+  sections, a preamble line, or the sections after the point where the walk stopped). Their
+  text, if it is the document's, stays in the chunk of a neighbouring located section (the one
+  the mapping was on).
 - ``empty_replies``: replies with no section at all; the segment is then one chunk (what a
   one-section reply gives).
 
@@ -64,6 +68,7 @@ PROMPT = Template(
 
 SPLITTERS = ("nltk", "sentencex")
 DISTANCES = ("levenshtein", "normalized")
+MAPPINGS = ("walk", "alignment")
 # A list marker the model may put before a section: "1.", "2)", "-", "*", "•", "Section 3:".
 _MARKER = re.compile(r"^\s*(?:(?:section|chunk)\s*\d+\s*[:.)-]|\d+\s*[.)]|[-*•])\s+", re.IGNORECASE)
 
@@ -83,11 +88,12 @@ def _flat(text: str) -> str:
 
 
 def assign_sentences(sentences: Sequence[str], sections: Sequence[Sequence[str]],
-                     distance: str = "levenshtein") -> list[int]:
-    """The section each source sentence goes to (non-decreasing indices), by the appendix's walk.
+                     distance: str = "levenshtein", mapping: str = "walk") -> list[int]:
+    """The section each source sentence goes to (non-decreasing indices).
 
     ``sections``: each section's sentences (sections without any are left out by the caller).
-    With no section every sentence goes to section 0.
+    ``mapping``: ``walk``, the appendix's walk; ``alignment``, the non-decreasing assignment of
+    least total D. With fewer than two sections every sentence goes to section 0.
     """
     if not sentences or len(sections) < 2:
         return [0] * len(sentences)
@@ -98,18 +104,46 @@ def assign_sentences(sentences: Sequence[str], sections: Sequence[Sequence[str]]
     pieces = [_flat(s) for sec in sections for s in sec]
     offsets = np.cumsum([0] + [len(sec) for sec in sections[:-1]])
     pairwise = cdist([_flat(s) for s in sentences], pieces, scorer=scorer, workers=1)
-    dist = np.minimum.reduceat(pairwise, offsets, axis=1)  # D(y_j, S_i): j rows, i columns
+    dist = np.minimum.reduceat(pairwise, offsets, axis=1).astype(float)  # D(y_j, S_i): j rows, i columns
+    return _walk(dist) if mapping == "walk" else _align(dist)
+
+
+def _walk(dist: np.ndarray) -> list[int]:
+    """The appendix: S_i hands over to S_i+1 at the first y_j closer to S_i+1 (strictly), checked
+    again at the same j. Only neighbours are compared, so a section the walk cannot leave (a
+    duplicate of the current one, or a next one that matches nothing) keeps the rest."""
     owners, i = [], 0
     for row in dist:
-        while i + 1 < len(sections) and row[i] > row[i + 1]:
+        while i + 1 < len(row) and row[i] > row[i + 1]:
             i += 1
         owners.append(i)
     return owners
 
 
+def _align(dist: np.ndarray) -> list[int]:
+    """Dynamic programming over non-decreasing assignments: least sum of D(y_j, S_owner(j));
+    ties go to the earlier section. Sections may get nothing, so invented or repeated ones are
+    skipped instead of stopping the mapping."""
+    m, n = dist.shape
+    cost, back = dist[0].copy(), np.zeros((m, n), dtype=int)
+    for j in range(1, m):
+        best, arg, prev = np.empty(n), np.empty(n, dtype=int), cost
+        for i in range(n):  # best[i] = min over i' <= i of prev[i'], earliest on ties
+            if i == 0 or prev[i] < best[i - 1]:
+                best[i], arg[i] = prev[i], i
+            else:
+                best[i], arg[i] = best[i - 1], arg[i - 1]
+        cost, back[j] = dist[j] + best, arg
+    owners = [int(np.argmin(cost))]
+    for j in range(m - 1, 0, -1):
+        owners.append(int(back[j][owners[-1]]))
+    return owners[::-1]
+
+
 class AtomicUnitChunker(LLMChunker):
     def __init__(self, llm: LLM, segment_size: int = 2000, unit: str = "tokens", tokenizer: str = "bundled",
-                 splitter: str = "nltk", distance: str = "levenshtein", temperature: float = 0.0,
+                 splitter: str = "nltk", distance: str = "levenshtein", mapping: str = "walk",
+                 temperature: float = 0.0,
                  max_tokens: int = 4096, batch_size: int = 8):
         super().__init__(llm)
         require_int("segment_size", segment_size, 1)
@@ -117,9 +151,10 @@ class AtomicUnitChunker(LLMChunker):
         require_int("batch_size", batch_size, 1)
         require(splitter in SPLITTERS, f"chunker.splitter must be one of {', '.join(SPLITTERS)} (got {splitter!r})")
         require(distance in DISTANCES, f"chunker.distance must be one of {', '.join(DISTANCES)} (got {distance!r})")
+        require(mapping in MAPPINGS, f"chunker.mapping must be one of {', '.join(MAPPINGS)} (got {mapping!r})")
         require(isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature >= 0,
                 f"chunker.temperature must be a number >= 0 (got temperature={temperature!r})")
-        self.segment_size, self.splitter, self.distance = segment_size, splitter, distance
+        self.segment_size, self.splitter, self.distance, self.mapping = segment_size, splitter, distance, mapping
         self.tokenizer = make_tokenizer(unit, tokenizer)
         self.sampling = Sampling(temperature=float(temperature), max_tokens=max_tokens)
         self.batch_size = batch_size  # documents whose segments share one batched model call
@@ -170,7 +205,7 @@ class AtomicUnitChunker(LLMChunker):
         if not sections:
             self.count(doc.doc_id, "empty_replies")
             return [0]
-        owners = assign_sentences([doc.text[s:e] for s, e in sentences], sections, self.distance)
+        owners = assign_sentences([doc.text[s:e] for s, e in sentences], sections, self.distance, self.mapping)
         unlocated = len(sections) - len(set(owners))
         if unlocated:
             self.count(doc.doc_id, "unlocated_sections", unlocated)
