@@ -363,13 +363,13 @@ def test_config_errors_name_the_parameter(kw, name):
 
 @pytest.mark.slow
 def test_bundled_model_on_a_real_document():
-    """SmolLM2-135M on OHR-Bench's news/07_15 in 300-token segments, replies capped at 96 tokens: whatever
+    """SmolLM2-135M on OHR-Bench's news/07_15 in 300-token segments, replies capped at 48 tokens: whatever
     it answers, the chunks are whole sentences tiling the document and the fallbacks are counted."""
     from harness.llm.transformers_llm import TransformersLLM
 
     doc = next(d for d in _ohr_documents(["news"]) if d.doc_id == "news/07_15")
     llm = TransformersLLM()
-    chunker = AtomicUnitChunker(llm, segment_size=300, max_tokens=96)
+    chunker = AtomicUnitChunker(llm, segment_size=300, max_tokens=48)
     chunks = chunker.chunk([doc])[0]
     check_chunks(doc, chunks, covering=True)
     assert _whole_sentences(doc, chunks)
