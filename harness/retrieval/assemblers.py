@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from harness.hierarchy import check_expand, check_k, k_for, rank
+from harness.hierarchy import check_expand, check_k, check_k_factor, k_for, rank
 from harness.llm.tokens import tokenizer_for
 from harness.types import Chunk, ConfigError, Context, Ranking, Retrieved
 
@@ -73,14 +73,18 @@ class Assembler(ABC):
 
 
 class TopKAssembler(Assembler):
+    """The k best chunks; ``k_factor`` times as many (k drawn first when fractional) for
+    MC-indexing's "Atomic Unit: Plus", which retrieves more of the short atomic chunks so the
+    context is about as long as k sections (``context=atomic_plus``)."""
+
     def __init__(self, k: float = 5, unit: str = "tokens", tokenizer: str = "bundled", separator: str = "\n\n",
-                 expand: str = "none", seed: int = 0):
-        self.k = check_k(k)
+                 expand: str = "none", seed: int = 0, k_factor: int = 1):
+        self.k, self.k_factor = check_k(k), check_k_factor(k_factor)
         super().__init__(unit, tokenizer, separator, expand)
         self.seed = seed
 
     def build(self, ranking: Ranking, chunks: Mapping[str, Chunk]) -> Context:
-        k = k_for(self.k, ranking.qid, self.seed)
+        k = k_for(self.k, ranking.qid, self.seed) * self.k_factor
         return self._context(ranking.qid, [(chunks[c], len(chunks[c].text)) for c in ranking.chunk_ids[:k]])
 
 
