@@ -74,7 +74,7 @@ def reduce(vectors: np.ndarray, dim: int, n_neighbors: int, method: str, seed: i
     if method == "pca":
         from sklearn.decomposition import PCA
 
-        return PCA(n_components=dim, random_state=seed, n_jobs=1).fit_transform(vectors)
+        return PCA(n_components=dim, random_state=seed).fit_transform(vectors)
     import umap
 
     return umap.UMAP(n_neighbors=max(2, min(n_neighbors, n - 1)), n_components=dim, metric="cosine",
