@@ -4,7 +4,7 @@ A ground-floor service shared by the assemblers (which build contexts from a ran
 the ranking metrics (which read the ranking the assembler recorded):
 
 - a chunk of another view (summary, keywords) stands for the content chunk it describes
-  (its ``parent_id``);
+  (its ``parent_id``); a tree summary (``children`` set, no parent: RAPTOR) stands for itself;
 - ``expand=parent`` returns a retrieved chunk's parent instead (small-to-big), and
   ``expand=root`` its top ancestor, so a root ranks by the best score among itself and its
   descendants: LGMGC's parent scoring;
@@ -34,7 +34,7 @@ def check_expand(expand: str, name: str = "context.expand") -> str:
 
 def resolve(chunk: Chunk, chunks: Mapping[str, Chunk], expand: str = "none") -> Chunk:
     """The content chunk a ranked chunk stands for (see the module docstring)."""
-    if chunk.view != "text":
+    if chunk.view != "text" and chunk.parent_id is not None:
         chunk = chunks[chunk.parent_id]
     if expand == "parent" and chunk.parent_id is not None:
         return chunks[chunk.parent_id]

@@ -140,6 +140,11 @@ class Chunk:
     - ``view``: ``"text"`` for document text. A chunk of any other view (a summary,
       keywords) describes the content chunk named by its ``parent_id``, carries that
       chunk's span, and its ``text`` is the view's text, not the document's.
+    - ``children``: set only on a summary node of a tree whose nodes may have several
+      parents (RAPTOR's soft clustering), which ``parent_id`` cannot express: the ids of the
+      nodes it summarises, one level down. Such a node has a view other than ``"text"``, no
+      ``parent_id``, and its ``spans`` are the union of its children's: it stands for itself
+      (assemblers return it, span metrics read its spans, i.e. its leaves' document text).
     """
 
     chunk_id: str
@@ -152,6 +157,7 @@ class Chunk:
     view: str = "text"
     parts: tuple[tuple[int, int], ...] = ()
     indexed: bool = True
+    children: tuple[str, ...] = ()
 
     @property
     def span(self) -> Span:
@@ -165,7 +171,10 @@ class Chunk:
         return (self.span,)
 
     def spans_upto(self, n: int) -> tuple[Span, ...]:
-        """The document spans of ``text[:n]`` (the chunk cut to its first ``n`` characters)."""
+        """The document spans of ``text[:n]`` (the chunk cut to its first ``n`` characters).
+        A tree summary's text is not document text: any part of it stands for all its spans."""
+        if self.children:
+            return self.spans if n > 0 else ()
         if not self.parts:
             return (Span(self.doc_id, self.start, self.start + min(n, self.end - self.start)),)
         out, left = [], n

@@ -64,7 +64,8 @@ def check_chunks(doc: Document, chunks: Sequence[Chunk], *, covering: bool = Fal
     earlier or later chunk of the same list whose span contains the child's (for other
     views: the content chunk they describe). With ``covering``, the leaves (searchable
     text-view chunks no other chunk names as parent) must be disjoint and leave out nothing but
-    whitespace.
+    whitespace. A tree summary (another view with ``children``, no parent: RAPTOR) has non-blank
+    text and ordered, disjoint parts inside the text whose union is exactly its children's.
     """
     text, prev = doc.text, None
     by_id = {c.chunk_id: c for c in chunks}
@@ -79,10 +80,15 @@ def check_chunks(doc: Document, chunks: Sequence[Chunk], *, covering: bool = Fal
         parent = by_id.get(c.parent_id) if c.parent_id is not None else None
         if c.parent_id is not None and (parent is None or not parent.start <= c.start < c.end <= parent.end):
             raise ValueError(f"{where}: parent {c.parent_id!r} is not a chunk containing it")
+        if c.view != "text" and c.children:
+            _check_tree_summary(text, c, by_id, where)
+            continue
         if c.view != "text":
             if parent is None or (parent.start, parent.end) != (c.start, c.end):
                 raise ValueError(f"{where}: a {c.view!r} view must carry its content chunk's span")
             continue
+        if c.children:
+            raise ValueError(f"{where}: only a summary node of another view has children")
         parts = c.parts or ((c.start, c.end),)
         if c.parts and (parts[0][0], parts[-1][1]) != (c.start, c.end):
             raise ValueError(f"{where}: parts {list(c.parts)} do not span [start, end)")
@@ -98,6 +104,31 @@ def check_chunks(doc: Document, chunks: Sequence[Chunk], *, covering: bool = Fal
         prev = c
     if covering:
         _check_covering(doc, chunks)
+
+
+def _check_tree_summary(text: str, c: Chunk, by_id: dict[str, Chunk], where: str) -> None:
+    if c.parent_id is not None or not c.text.strip():
+        raise ValueError(f"{where}: a tree summary has text and no parent_id")
+    parts = c.parts or ((c.start, c.end),)
+    if (parts[0][0], parts[-1][1]) != (c.start, c.end) or \
+            any(not s < e or nxt[0] < e for (s, e), nxt in zip(parts, [*parts[1:], (len(text), 0)])):
+        raise ValueError(f"{where}: parts {list(c.parts)} are not ordered, disjoint spans of [start, end)")
+    missing = [k for k in c.children if k not in by_id]
+    if missing:
+        raise ValueError(f"{where}: children {missing} are not chunks of the document")
+    union = _merged((s.start, s.end) for k in c.children for s in by_id[k].spans)
+    if union != _merged(parts):
+        raise ValueError(f"{where}: its spans are not the union of its children's spans")
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
 
 
 def _check_covering(doc: Document, chunks: Sequence[Chunk]) -> None:

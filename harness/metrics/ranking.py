@@ -10,9 +10,11 @@
   (MC-indexing's chunkings); ``count=union`` measures the covered share instead, which stays
   <= 1 for overlapping chunkers (sliding windows). ``selection=multi_view`` takes MC-indexing's
   multi-view top k (App. E: top k' ~ 2k/3 content chunks per view, deduplicated union), the
-  same chunks ``context=multi_view`` gives. ``k_factor`` takes that many chunks per unit of k
-  (k drawn first), as ``context=atomic_plus`` does for MC-indexing's "Atomic Unit: Plus"
-  (App. C.3: 4 times the atomic chunks on WikiWeb2M, 2 times on NQ); the name keeps the k.
+  same chunks ``context=multi_view`` gives. ``selection=tree_traversal`` takes the k leaves of
+  RAPTOR's tree traversal at each k (App. C.2; chunker=raptor, as ``context=raptor`` gives them).
+  ``k_factor`` takes that many chunks per unit of k (k drawn first), as ``context=atomic_plus``
+  does for MC-indexing's "Atomic Unit: Plus" (App. C.3: 4 times the atomic chunks on WikiWeb2M,
+  2 times on NQ); the name keeps the k.
 - Document-level P/R/F1@k (Qu et al., Sec. 3.1 and App. D): each top-k chunk is mapped to
   its document; with D the documents retrieved and G the relevant ones (the query's
   ``doc_ids``), P = |D & G| / |D| and R = |D & G| / |G|.
@@ -45,9 +47,10 @@ from harness.hierarchy import check_k, check_k_factor, dedupe_contained, k_for, 
 from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.spans import covered, intersection_length, union
 from harness.text import sentence_spans
+from harness.tree_search import TopLayers, tree_traversal
 from harness.types import Chunk, ConfigError, Span
 
-SELECTION = ("rank", "multi_view")
+SELECTION = ("rank", "multi_view", "tree_traversal")
 COUNT = ("sum", "union")
 
 
@@ -102,6 +105,7 @@ class AnswerScopeRecall(RankedMetric):
                               f"selection={selection!r}")
         self.seed, self.count, self.selection = seed, count, selection
         self.views = tuple(views) if views is not None else None
+        self._top: tuple[int, TopLayers] | None = None
 
     def keys(self) -> set[str]:
         return {f"scope_recall_at_{k_name(k)}" for k in self.ks}
@@ -110,6 +114,10 @@ class AnswerScopeRecall(RankedMetric):
         if self.selection == "multi_view":  # k' ~ 2k/3 per view, as context=multi_view takes them
             k_view = k_for(max(1, round(2 * k / 3)), item.query.qid, self.seed)
             return dedupe_contained(merge_views(item.context.ranking, k_view, self.views), item.chunks_by_id)
+        if self.selection == "tree_traversal":
+            if self._top is None or self._top[0] != id(item.chunks_by_id):
+                self._top = (id(item.chunks_by_id), TopLayers(item.chunks_by_id))
+            return tree_traversal(item.retrieved, item.chunks_by_id, k_for(k, item.query.qid, self.seed), self._top[1])
         return ranked[:k_for(k, item.query.qid, self.seed) * self.k_factor]
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
