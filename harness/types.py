@@ -152,6 +152,7 @@ class Chunk:
     view: str = "text"
     parts: tuple[tuple[int, int], ...] = ()
     indexed: bool = True
+    rewritten: bool = False
 
     @property
     def span(self) -> Span:
@@ -165,7 +166,12 @@ class Chunk:
         return (self.span,)
 
     def spans_upto(self, n: int) -> tuple[Span, ...]:
-        """The document spans of ``text[:n]`` (the chunk cut to its first ``n`` characters)."""
+        """The document spans of ``text[:n]`` (the chunk cut to its first ``n`` characters).
+        A rewritten chunk's text has no character alignment with its source: the cut keeps the
+        same share of its span."""
+        if self.rewritten and n < len(self.text):
+            end = self.start + (self.end - self.start) * max(n, 0) // len(self.text)
+            return (Span(self.doc_id, self.start, end),) if end > self.start else ()
         if not self.parts:
             return (Span(self.doc_id, self.start, self.start + min(n, self.end - self.start)),)
         out, left = [], n
