@@ -261,7 +261,7 @@ def test_real_model_keeps_the_span_contract():
 
     doc = CRUD(limit_docs=1, limit_queries=1).load().documents[0]
     chunker = QChunker(TransformersLLM(), embedder=SentenceTransformerEmbedder(), n_samples=2, temperature=0.7,
-                       top_p=0.8, max_tokens=96, judge_max_tokens=4, rewrite_max_tokens=32)
+                       top_p=0.8, max_tokens=48, judge_max_tokens=2, rewrite_max_tokens=16)
     chunks = chunker.chunk([doc])[0]
     check_chunks(doc, chunks, covering=True)
     counts = chunker.take_counts(doc.doc_id)
@@ -273,11 +273,11 @@ def test_real_model_keeps_the_span_contract():
 def test_controlled_experiment_end_to_end(make_cfg):
     from harness.pipeline.runner import Pipeline
 
-    cfg = make_cfg("experiment=qchunker_controlled", "dataset.limit_docs=2", "dataset.limit_queries=2",
-                   "chunker.max_tokens=64", "chunker.judge_max_tokens=4", "chunker.rewrite_max_tokens=24",
+    cfg = make_cfg("experiment=qchunker_controlled", "dataset=crud", "dataset.limit_docs=1", "dataset.limit_queries=2",
+                   "chunker.max_tokens=32", "chunker.judge_max_tokens=2", "chunker.rewrite_max_tokens=16",
                    "responder.max_tokens=16", "responder.max_context_tokens=512")
     r = Pipeline(cfg, log=lambda *_: None).run()
-    assert r.metrics["n_docs"] == 2 and r.metrics["n_queries"] == 2
-    assert r.metrics["chunker_segment_calls"] == 2
+    assert r.metrics["n_docs"] == 1 and r.metrics["n_queries"] >= 1
+    assert r.metrics["chunker_segment_calls"] == 1
     for name in ("bleu4_qchunker", "rouge_l_qchunker", "meteor_qchunker"):
         assert 0.0 <= r.metrics[name] <= 1.0, name
