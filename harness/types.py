@@ -158,6 +158,7 @@ class Chunk:
     parts: tuple[tuple[int, int], ...] = ()
     indexed: bool = True
     children: tuple[str, ...] = ()
+    rewritten: bool = False
 
     @property
     def span(self) -> Span:
@@ -172,9 +173,14 @@ class Chunk:
 
     def spans_upto(self, n: int) -> tuple[Span, ...]:
         """The document spans of ``text[:n]`` (the chunk cut to its first ``n`` characters).
-        A tree summary's text is not document text: any part of it stands for all its spans."""
+        A tree summary's text is not document text: any part of it stands for all its spans.
+        A rewritten chunk's text has no character alignment with its source: the cut keeps the
+        same share of its span."""
         if self.children:
             return self.spans if n > 0 else ()
+        if self.rewritten and n < len(self.text):
+            end = self.start + (self.end - self.start) * max(n, 0) // len(self.text)
+            return (Span(self.doc_id, self.start, end),) if end > self.start else ()
         if not self.parts:
             return (Span(self.doc_id, self.start, self.start + min(n, self.end - self.start)),)
         out, left = [], n

@@ -59,7 +59,8 @@ def check_chunks(doc: Document, chunks: Sequence[Chunk], *, covering: bool = Fal
 
     Every text-view chunk must hold non-blank, whitespace-trimmed document text: its
     span's text, or for a non-contiguous chunk its disjoint, ordered parts joined by
-    ``PART_SEPARATOR`` inside its hull. Chunks come in document order of their starts
+    ``PART_SEPARATOR`` inside its hull; a ``rewritten`` chunk (QChunker's completion) holds
+    non-blank text of its own over a trimmed source span. Chunks come in document order of their starts
     (a parent before the children that start with it). A ``parent_id`` must name an
     earlier or later chunk of the same list whose span contains the child's (for other
     views: the content chunk they describe). With ``covering``, the leaves (searchable
@@ -97,7 +98,10 @@ def check_chunks(doc: Document, chunks: Sequence[Chunk], *, covering: bool = Fal
                 raise ValueError(f"{where}: part [{s}, {e}) is empty or starts or ends with whitespace")
             if nxt is not None and nxt[0] < e:
                 raise ValueError(f"{where}: parts overlap or are out of order")
-        if PART_SEPARATOR.join(text[s:e] for s, e in parts) != c.text:
+        if c.rewritten:
+            if c.parts or not c.text.strip():
+                raise ValueError(f"{where}: a rewritten chunk needs one span and non-blank text")
+        elif PART_SEPARATOR.join(text[s:e] for s, e in parts) != c.text:
             raise ValueError(f"{where}: text differs from the span's text")
         if prev is not None and c.start < prev.start:
             raise ValueError(f"{where}: out of document order")
