@@ -145,6 +145,9 @@ class Chunk:
       nodes it summarises, one level down. Such a node has a view other than ``"text"``, no
       ``parent_id``, and its ``spans`` are the union of its children's: it stands for itself
       (assemblers return it, span metrics read its spans, i.e. its leaves' document text).
+    - ``rewritten``: the text was rewritten by a model (QChunker's knowledge completion):
+      the chunk keeps its source span, which span metrics credit, while text metrics and
+      the responder read the new text.
     """
 
     chunk_id: str
