@@ -28,6 +28,7 @@ CONTEXT_FOR = {
     "lgmgc": "parent_max",
     "multi_view": "multi_view",        # MC-indexing's merge of the views' rankings
     "multi_view_llm": "multi_view",
+    "raptor": "raptor",                # RAPTOR: tree traversal (or the collapsed tree) over its layers
 }
 
 
