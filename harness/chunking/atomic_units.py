@@ -48,7 +48,7 @@ import numpy as np
 
 from harness.chunking.base import require, spans_to_chunks
 from harness.chunking.llm_chunker import LLMChunker
-from harness.chunking.units import Span, UnitIndex, make_tokenizer, require_int
+from harness.chunking.units import Span, UnitIndex, make_tokenizer, pack, require_int
 from harness.llm.base import LLM, Sampling
 from harness.llm.replies import strip_reasoning
 from harness.text import punkt_spans, sentence_spans
@@ -167,13 +167,9 @@ class AtomicUnitChunker(LLMChunker):
 
     def segments(self, doc: Document, sentences: Sequence[Span]) -> list[tuple[int, int]]:
         """``[a, b)`` sentence ranges of at most ``segment_size`` units each (one sentence at least)."""
-        units = UnitIndex(doc.text, self.tokenizer)
-        out, a = [], 0
-        for b in range(1, len(sentences) + 1):
-            if b == len(sentences) or units.count(sentences[a][0], sentences[b][1]) > self.segment_size:
-                out.append((a, b))
-                a = b
-        return out
+        index = {start: i for i, (start, _) in enumerate(sentences)}
+        firsts = [index[start] for start, _ in pack(sentences, UnitIndex(doc.text, self.tokenizer), self.segment_size)]
+        return list(zip(firsts, firsts[1:] + [len(sentences)]))
 
     def chunk(self, docs: Sequence[Document]) -> list[list[Chunk]]:
         plans = []  # per document: its sentences and its segments

@@ -20,9 +20,10 @@ and so another cache entry.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -106,25 +107,29 @@ class SentenceTransformerEmbedder:
 def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], cache: Cache,
                   desc: str, normalize: bool = True) -> np.ndarray:
     """Embeddings for ``texts``, computing only those not cached under (model, text).
-
-    Each batch is written as soon as it is computed, so a killed run keeps its work.
-    Two chunkers that emit the same text share its vector.
-    """
+    Two chunkers that emit the same text share its vector."""
     identity = embedder.identity if normalize else embedder.identity + "|raw"
     keys = [make_key("embedding", identity, t) for t in texts]
-    out: list[np.ndarray | None] = [cache.get_array("embeddings", k) for k in keys]
+    return np.vstack(cached_batches(
+        texts, keys, lambda k: cache.get_array("embeddings", k), lambda k, v: cache.put_array("embeddings", k, v),
+        lambda batch: embedder._encode(batch, normalize), embedder.batch_size * 4, desc))
+
+
+def cached_batches(texts: Sequence[str], keys: Sequence[str], get: Callable[[str], Any], put: Callable[[str, Any], None],
+                   compute: Callable[[list[str]], Sequence[Any]], step: int, desc: str) -> list[Any]:
+    """One value per text: the cached one under its key, else computed by ``compute`` in batches
+    of ``step`` texts (each distinct key once, shortest first so padding stays small inside a
+    batch), each batch stored as soon as it is computed, so a killed run keeps its work."""
+    out: list[Any] = [get(k) for k in keys]
     todo = sorted({i for i, v in enumerate(out) if v is None}, key=lambda i: len(texts[i]))
-    # Sorting by length keeps padding small inside a batch; dedupe identical texts.
     first: dict[str, int] = {}
     unique = [i for i in todo if first.setdefault(keys[i], i) == i]
-    step = embedder.batch_size * 4
     for b in tqdm(range(0, len(unique), step), desc=desc, unit="batch", disable=not unique, leave=False):
         idx = unique[b:b + step]
-        vecs = embedder._encode([texts[i] for i in idx], normalize)
-        for i, v in zip(idx, vecs):
-            cache.put_array("embeddings", keys[i], v)
+        for i, v in zip(idx, compute([texts[i] for i in idx])):
+            put(keys[i], v)
             out[i] = v
     for i in todo:
         if out[i] is None:
             out[i] = out[first[keys[i]]]
-    return np.vstack(out)
+    return out

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from harness.cache import Cache, make_key
 from harness.retrieval.base import Retriever, top_k
+from harness.retrieval.embedders import cached_batches
 from harness.text import resolve_model
 from harness.types import Chunk, ConfigError, Query
 
@@ -63,19 +63,16 @@ class LateInteractionRetriever(Retriever):
     def encode(self, texts: Sequence[str], side: str) -> list[np.ndarray]:
         """One (tokens, dim) matrix per text; ``side`` is ``query`` or ``document``."""
         keys = [make_key("token_embeddings", self.identity, side, t) for t in texts]
-        out = [self.cache.get("token_embeddings", k) if self.cache else None for k in keys]
-        todo = [i for i, v in enumerate(out) if v is None]
-        step = self.batch_size * 4
-        for b in tqdm(range(0, len(todo), step), desc=f"embed {side} tokens", unit="batch", disable=not todo,
-                      leave=False):
-            idx = todo[b:b + step]
+
+        def compute(batch: list[str]) -> list[np.ndarray]:
             encoder = _load_encoder(self.model, self.device, self.document_length)
             run = encoder.encode_query if side == "query" else encoder.encode_document
-            for i, m in zip(idx, run([texts[i] for i in idx], batch_size=self.batch_size, show_progress_bar=False)):
-                out[i] = m.float().cpu().numpy()
-                if self.cache:
-                    self.cache.put("token_embeddings", keys[i], out[i])
-        return out
+            return [m.float().cpu().numpy() for m in run(batch, batch_size=self.batch_size, show_progress_bar=False)]
+
+        cache = self.cache
+        return cached_batches(texts, keys, lambda k: cache.get("token_embeddings", k) if cache else None,
+                              lambda k, v: cache.put("token_embeddings", k, v) if cache else None,
+                              compute, self.batch_size * 4, f"embed {side} tokens")
 
     def build(self, chunks: Sequence[Chunk]):
         return self.encode([c.text for c in chunks], "document")
