@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast reproduce-tables clean-cache mlflow-ui wordnet setup-vllm test-vllm setup-gpu
+.PHONY: setup run test test-fast reproduce-tables clean-cache mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
 
 setup: $(STAMP)
 
@@ -79,6 +79,27 @@ reproduce-tables: setup
 
 mlflow-ui: setup
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns.db
+
+# The tracking server of a cluster sweep (README "Running on a cluster"); jobs log to it over HTTP
+# (tracking.uri=http://<this host>:$(MLFLOW_PORT)). Backend: SQLite in MLFLOW_DIR, or e.g.
+# MLFLOW_BACKEND=postgresql://user:pass@dbhost/mlflow (pip install psycopg2-binary). Artifacts are
+# stored under MLFLOW_DIR/artifacts (put it on the shared filesystem) and served by the server.
+# MLflow answers only the Host names it is told (DNS-rebinding guard): this host's names by default.
+MLFLOW_DIR ?= $(CURDIR)/mlflow-server
+MLFLOW_BACKEND ?= sqlite:///$(MLFLOW_DIR)/mlflow.db
+MLFLOW_HOST ?= 0.0.0.0
+MLFLOW_PORT ?= 5000
+MLFLOW_ALLOWED_HOSTS ?= localhost*,127.0.0.1*,$(shell hostname -s)*,$(shell hostname -f)*,10.*,172.*,192.168.*
+mlflow-server: setup
+	mkdir -p $(MLFLOW_DIR)/artifacts
+	$(BIN)/mlflow server --backend-store-uri $(MLFLOW_BACKEND) --artifacts-destination $(MLFLOW_DIR)/artifacts \
+		--host $(MLFLOW_HOST) --port $(MLFLOW_PORT) --allowed-hosts "$(MLFLOW_ALLOWED_HOSTS)"
+
+# The cluster path end to end on this machine (root): a real single-node SLURM cluster
+# (scripts/slurm_local.sh installs slurm-wlm's daemons, munge and MariaDB with apt-get when
+# missing), a real MLflow server, and sweeps submitted through Hydra's submitit launcher.
+test-cluster: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests_cluster $(PYTEST_ARGS)
 
 clean-cache:
 	rm -rf .chunkbench-cache

@@ -7,6 +7,13 @@ place, so a reader (another process of a sweep, possibly on a shared filesystem)
 sees either nothing or a whole entry; two writers of one key write the same bytes,
 so the last rename wins harmlessly. A killed run leaves at most a stray temp file.
 
+Concurrent jobs of a sweep that need the same entry do not both compute it: :meth:`Cache.lock`
+is an exclusive ``flock`` on a per-key lock file under ``<dir>/.locks``; the runner takes it
+around computing a stage, and a job that waited finds the entry stored when the lock is
+released. The kernel drops the lock of a killed job, so nothing is ever left locked. flock
+works across hosts on NFS (Linux emulates it with POSIX locks) and on Lustre mounted with
+``-o flock``.
+
 The cache is a ground-floor service: components that keep fine-grained entries (the
 embedder's vectors, the LLM's calls) receive it through their constructor
 (``cache: ${cache}`` in their config), and :func:`open_cache` gives every component of a
@@ -15,12 +22,15 @@ process the same instance per folder, so hit and miss counts are the run's.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import pickle
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +121,23 @@ class Cache:
         """The stored object, or None."""
         data = self._read(namespace, key)
         return None if data is None else pickle.loads(data)
+
+    def stored(self, namespace: str, key: str) -> bool:
+        """Whether the entry exists (counted neither as a hit nor as a miss)."""
+        return self._path(namespace, key).exists()
+
+    @contextmanager
+    def lock(self, namespace: str, key: str) -> Iterator[None]:
+        """Hold the key's exclusive lock: another process that asks for it waits until this one
+        has stored the entry (or died)."""
+        path = self.dir / ".locks" / namespace / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def put(self, namespace: str, key: str, value: Any) -> None:
         self._write(self._path(namespace, key), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))

@@ -30,7 +30,14 @@ from harness.report import registry
 FAILURES = {"lumber": (("parse_failures",), ("parse_failures", "invalid_ids")),
             "hichunk": (("parse_failures",), ("window_fallbacks",)),
             "logits_guided": ((), ()), "lgmgc": ((), ()),
-            "multi_view_llm": (("llm_keywords_parse_failures",), ("llm_keywords_parse_failures", "empty_summaries"))}
+            "multi_view_llm": (("llm_keywords_parse_failures",), ("llm_keywords_parse_failures", "empty_summaries")),
+            "raptor": (("empty_summaries",), ("empty_summaries",)),
+            "atomic_units": (("empty_replies",), ("empty_replies",)),
+            "qchunker": (("parse_failures", "judge_parse_failures"),
+                         ("segmentation_fallbacks", "judge_parse_failures", "empty_rewrites")),
+            "qchunker_multipath": (("parse_failures", "judge_parse_failures"),
+                                   ("segmentation_fallbacks", "judge_parse_failures", "empty_rewrites")),
+            "moc": (("parse_failures",), ("parse_failures", "no_rules_located"))}
 
 
 def load_doc(cfg, doc_id: str | None, words: int):
@@ -58,7 +65,8 @@ def bench(name: str, overrides: list[str], doc_id: str | None, words: int) -> di
     failures = FAILURES.get(name, ((), ()))
     parse, fallback = (sum(counts.get(k, 0) for k in keys) for keys in failures)
     return {"chunker": name, "doc": doc.doc_id, "words": len(doc.text.split()), "seconds": seconds,
-            "calls": calls, "generated_tokens": llm.stats.generated_tokens,
+            "calls": calls, "prompt_tokens": llm.stats.prompt_tokens,
+            "generated_tokens": llm.stats.generated_tokens,
             "parse_failure_rate": parse / calls if calls and failures[0] else float("nan"),
             "fallback_rate": fallback / calls if calls and failures[1] else float("nan"),
             "chunks": len(chunks), "indexed": sum(c.indexed for c in chunks), "counts": counts,
@@ -82,13 +90,13 @@ def main() -> None:
                 if ":" not in o.split("=", 1)[0] or o.startswith(f"{name}:")]
         r = bench(name, mine, args.doc, args.words)
         line = (f"| {r['chunker']} | {r['doc']} ({r['words']} words) | {r['seconds']:.1f} | {r['calls']} | "
-                f"{r['generated_tokens']} | {r['parse_failure_rate']:.2f} | {r['fallback_rate']:.2f} | "
+                f"{r['prompt_tokens']} | {r['generated_tokens']} | {r['parse_failure_rate']:.2f} | {r['fallback_rate']:.2f} | "
                 f"{r['chunks']} ({r['indexed']} leaves) | {r['max_tokens']} |")
         lines.append(line)
         print(line, flush=True)
         print(f"  model {r['model']}, overrides {mine}, counts {r['counts']}", flush=True)
-    header = ("| chunker | document | s/doc | model calls | generated tokens | parse-failure rate | "
-              "fallback rate | chunks | max_tokens |\n|---|---|---|---|---|---|---|---|---|")
+    header = ("| chunker | document | s/doc | model calls | prompt tokens | generated tokens | parse-failure rate | "
+              "fallback rate | chunks | max_tokens |\n|---|---|---|---|---|---|---|---|---|---|")
     text = header + "\n" + "\n".join(lines)
     print(text)
     if args.out:

@@ -47,3 +47,30 @@ def test_concurrent_writers_of_one_key_never_corrupt_it(tmp_path):
         assert sorted(pool.map(_writer, [(tmp_path, 0), (tmp_path, 1)])) == [0, 1]
     assert Cache(tmp_path).get("stage", "same" * 16) == list(range(200_000))
     assert not list(tmp_path.rglob(".tmp-*"))
+
+
+def test_a_key_lock_makes_the_second_holder_wait(tmp_path):
+    """Two holders of one key's lock (separate opens, as two processes would be) run one after
+    the other; another key's lock does not wait."""
+    import threading
+    import time
+
+    cache, events = Cache(tmp_path), []
+    inside = threading.Event()
+
+    def first():
+        with cache.lock("chunk", "k" * 64):
+            inside.set()
+            time.sleep(0.3)
+            events.append("first done")
+
+    t = threading.Thread(target=first)
+    t.start()
+    inside.wait()
+    with cache.lock("chunk", "other" * 8):
+        events.append("other key")
+    with cache.lock("chunk", "k" * 64):
+        events.append("second in")
+    t.join()
+    assert events == ["other key", "first done", "second in"]
+    assert not cache.stored("chunk", "k" * 64)  # a lock is no entry

@@ -40,6 +40,8 @@ def test_two_processes_one_cache_both_finish_identically(tmp_path):
     procs = [harness(*args, cwd=tmp_path) for _ in range(2)]
     outs = [finish(p) for p in procs]
     assert all("evidence_recall" in o for o in outs)
+    for stage in ("load", "chunk", "retrieve", "assemble", "evaluate"):  # one computes, the other waits and reads
+        assert sum(f"[{stage}] computed" in o for o in outs) == 1, stage
     recorded = runs(f"sqlite:///{tmp_path / 'mlruns.db'}")
     assert len(recorded) == 2
     quality = [{k: v for k, v in r.data.metrics.items() if "seconds" not in k} for r in recorded]
@@ -237,3 +239,18 @@ def test_compare_command(store):
     assert all("paired permutation p = " in line and "n = 6 queries (0 only in one run)" in line for line in lines)
     p = harness("compare", a, b, "--metric", "nope", cwd=d, module="harness.cli")
     assert "has no per-query metric 'nope'" in p.communicate(timeout=120)[1] and p.returncode == 1
+
+
+def test_run_whose_recording_fails_keeps_its_results_and_rerun_records_them(tmp_path):
+    """The store cannot be written (its folder is a file): the run exits 3 with one line, its
+    stages stay cached, and the same command against a working store only records them."""
+    (tmp_path / "blocked").write_text("")
+    args = [*TINY, f"cache.dir={tmp_path / 'cache'}"]
+    p = harness(*args, f"tracking.uri=sqlite:///{tmp_path / 'blocked' / 'mlruns.db'}", cwd=tmp_path)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 3, err[-2000:]
+    assert "the run is computed and cached, but recording it in sqlite:///" in err.strip().splitlines()[-1]
+    out = finish(harness(*args, f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", cwd=tmp_path))
+    assert "] computed in" not in out  # every stage read back from the cache
+    (run,) = runs(f"sqlite:///{tmp_path / 'mlruns.db'}")
+    assert {v for k, v in run.data.tags.items() if k.startswith("stage/")} == {"cached"}

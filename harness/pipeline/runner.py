@@ -5,12 +5,17 @@ computes and stores it, times it, and logs one line. Keys chain: a stage's key h
 keys of the stages it reads, so a changed config slice recomputes that stage and everything
 after it, and nothing before. Fine-grained work inside a stage (embeddings per text, LLM
 calls per prompt) is cached by the embedder and the LLM themselves.
+
+A stage that must be computed is computed under its key's cache lock, so the jobs of a sweep
+that share it (on one machine or on a cluster's shared cache) compute it once: the others
+wait, then read it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,30 +85,39 @@ class Pipeline:
         result.cache_counts = self.cache.counts(since)
         return result
 
+    def computing(self, namespace: str, keys: Iterable[str], lock_key: str):
+        """The lock under which a stage computes what the cache lacks: jobs of a sweep that share
+        the stage wait for the first one instead of computing it again (none when all is stored)."""
+        if all(self.cache.stored(namespace, k) for k in keys):
+            return nullcontext()
+        return self.cache.lock(namespace, lock_key)
+
     def run_whole(self, stage: Stage) -> tuple[Any, str]:
         key = self.keys[stage.name]
-        value = self.cache.get(stage.name, key)
-        if value is not None:
-            return value, "cached"
-        value = stage.compute(self.c, self.outputs)
-        self.cache.put(stage.name, key, value)
-        return value, "computed"
+        with self.computing(stage.name, [key], key):
+            value = self.cache.get(stage.name, key)
+            if value is not None:
+                return value, "cached"
+            value = stage.compute(self.c, self.outputs)
+            self.cache.put(stage.name, key, value)
+            return value, "computed"
 
     def run_per_document(self, stage: Stage) -> tuple[dict[str, Any], str]:
         """Per-document entries (doc id -> output), cached one by one as each batch returns."""
         docs: list[Document] = self.outputs["load"].documents
         namespace, slices = f"{stage.name}_doc", [config_slice(self.cfg, g) for g in stage.reads]
         keys = {d.doc_id: make_key(namespace, stage.version, slices, doc_digest(d)) for d in docs}
-        out = {d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
-        pending = [d for d in docs if d.doc_id not in out]
-        batch = max(1, int(getattr(self.c, stage.reads[0]).batch_size))
-        with tqdm(total=len(pending), desc=stage.name, unit="doc", disable=not pending) as bar:
-            for i in range(0, len(pending), batch):
-                group = pending[i:i + batch]
-                for d, entry in zip(group, stage.compute(self.c, group)):
-                    self.cache.put(namespace, keys[d.doc_id], entry)
-                    out[d.doc_id] = entry
-                bar.update(len(group))
+        with self.computing(namespace, keys.values(), self.keys[stage.name]):
+            out = {d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
+            pending = [d for d in docs if d.doc_id not in out]
+            batch = max(1, int(getattr(self.c, stage.reads[0]).batch_size))
+            with tqdm(total=len(pending), desc=stage.name, unit="doc", disable=not pending) as bar:
+                for i in range(0, len(pending), batch):
+                    group = pending[i:i + batch]
+                    for d, entry in zip(group, stage.compute(self.c, group)):
+                        self.cache.put(namespace, keys[d.doc_id], entry)
+                        out[d.doc_id] = entry
+                    bar.update(len(group))
         if docs:
             self.log(f"[{stage.name}] {len(docs) - len(pending)}/{len(docs)} documents from cache")
         return {d.doc_id: out[d.doc_id] for d in docs}, "computed" if pending else "cached"

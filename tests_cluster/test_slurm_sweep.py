@@ -1,0 +1,160 @@
+"""A sweep submitted through Hydra's submitit launcher to a real SLURM cluster, recorded in a real
+MLflow server, sharing one cache: the same numbers as the sweep run locally, computed once,
+served from the cache when resubmitted, and resumed after a job is cancelled mid-run.
+
+Set CLUSTER_REPORT=<file> to write the measured wall times and embedding counts there (JSON).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+REPO = Path(__file__).resolve().parents[1]
+# Four jobs that share everything up to retrieval (same chunks, same embeddings), on two real
+# OHR-Bench documents: the shared stages must be computed once, by one job.
+SWEEP = ["dataset.limit_docs=2", "dataset.limit_queries=30", "chunker=fixed", "context=topk",
+         "context.k=1,2,3,5"]
+# The local SLURM node has 2 CPUs and no GPU: jobs ask for what it has.
+SLURM = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.gpus_per_task=null",
+         "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=20",
+         "hydra.launcher.setup=[]"]
+REPORT: dict = {}
+
+
+def harness(*overrides: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "harness", "-m", *overrides], cwd=REPO, capture_output=True,
+                          text=True, **kwargs)
+    if check and proc.returncode:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def runs(uri: str, experiment: str) -> dict[str, object]:
+    """The experiment's finished runs, by their context.k."""
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    found = client.search_runs([exp.experiment_id], "attributes.status = 'FINISHED'")
+    return {r.data.params["context.k"]: r for r in found}
+
+
+def quality(run) -> dict[str, float]:
+    """The run's metrics without its timings (which differ between any two runs)."""
+    return {k: v for k, v in run.data.metrics.items() if "seconds" not in k}
+
+
+def embedding_misses(run) -> int:
+    tag = run.data.tags.get("cache/embeddings", "0 hits, 0 misses")
+    return int(re.search(r"(\d+) misses", tag).group(1))
+
+
+def slurm_states(sweep_dir: Path, timeout: float = 120) -> dict[str, str]:
+    """sacct's final state of every job submitit submitted for the sweep (its folder names the
+    ids). A job whose result is written may still be ending in SLURM: wait for it."""
+    ids = sorted({p.name.split("_")[0] for p in (sweep_dir / ".submitit").iterdir() if p.is_dir()})
+    deadline = time.time() + timeout
+    while True:
+        out = subprocess.run(["sacct", "--noheader", "--parsable2", "--allocations", "--format=JobID,State",
+                              *[f"--jobs={i}" for i in ids]], capture_output=True, text=True, check=True).stdout
+        states = dict(line.split("|")[:2] for line in out.splitlines() if line)
+        if time.time() > deadline or not {"PENDING", "RUNNING", "COMPLETING"} & set(states.values()):
+            return states
+        time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("local")
+    uri = f"sqlite:///{root}/mlruns.db"
+    t0 = time.perf_counter()
+    harness(*SWEEP, f"cache.dir={root}/cache", f"tracking.uri={uri}", "experiment_name=local",
+            f"hydra.sweep.dir={root}/multirun")
+    REPORT["local_sweep_seconds"] = time.perf_counter() - t0
+    return runs(uri, "local")
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    return tmp_path_factory.mktemp("shared")
+
+
+def submit(shared: Path, mlflow_server: str, name: str, *extra: str, check: bool = True):
+    return harness(*SWEEP, *SLURM, *extra, f"cache.dir={shared}/cache", f"tracking.uri={mlflow_server}",
+                   "experiment_name=cluster", f"hydra.sweep.dir={shared}/{name}", check=check)
+
+
+def test_slurm_sweep_matches_local_and_computes_shared_stages_once(slurm, mlflow_server, shared, local_sweep):
+    t0 = time.perf_counter()
+    submit(shared, mlflow_server, "first")
+    REPORT["slurm_sweep_seconds"] = time.perf_counter() - t0
+    states = slurm_states(shared / "first")
+    assert len(states) == 4 and set(states.values()) == {"COMPLETED"}, states
+    remote = runs(mlflow_server, "cluster")
+    assert sorted(remote) == sorted(local_sweep) == ["1", "2", "3", "5"]
+    for k, run in remote.items():
+        assert quality(run) == quality(local_sweep[k]), k
+    # every shared stage was computed by one job and read by the three others
+    assert sorted(r.data.tags["stage/chunk"] for r in remote.values()) == ["cached"] * 3 + ["computed"]
+    assert sorted(r.data.tags["stage/retrieve"] for r in remote.values()) == ["cached"] * 3 + ["computed"]
+    # embedding work: the local sweep (one process) embeds each distinct text once
+    unique = sum(embedding_misses(r) for r in local_sweep.values())
+    REPORT.update(embedding_calls=sum(embedding_misses(r) for r in remote.values()), unique_texts=unique)
+    assert unique > 0 and REPORT["embedding_calls"] == unique
+
+
+def test_resubmitted_sweep_is_served_from_the_cache(slurm, mlflow_server, shared):
+    before = {r.info.run_id for r in runs(mlflow_server, "cluster").values()}
+    t0 = time.perf_counter()
+    submit(shared, mlflow_server, "second")
+    REPORT["slurm_resubmission_seconds"] = time.perf_counter() - t0
+    client = MlflowClient(mlflow_server)
+    exp = client.get_experiment_by_name("cluster")
+    new = [r for r in client.search_runs([exp.experiment_id]) if r.info.run_id not in before]
+    assert len(new) == 4
+    for r in new:
+        stages = {k: v for k, v in r.data.tags.items() if k.startswith("stage/")}
+        assert stages and set(stages.values()) == {"cached"}, stages
+
+
+def test_cancelled_job_resumes_from_the_cache_with_identical_metrics(slurm, mlflow_server, tmp_path):
+    """scancel mid-chunking (a semantic chunker over all eight bundled documents), then the same
+    submission again: it reads the documents chunked before the kill and ends with the metrics of
+    an uninterrupted local run."""
+    one = ["chunker=semantic_breakpoint", "context=topk", "context.k=3"]
+    args = [*one, *SLURM, f"cache.dir={tmp_path}/cache", f"tracking.uri={mlflow_server}",
+            "experiment_name=cancelled"]
+    first = subprocess.Popen([sys.executable, "-m", "harness", "-m", *args, f"hydra.sweep.dir={tmp_path}/a"],
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    chunked = tmp_path / "cache" / "chunk_doc"
+    deadline = time.time() + 600
+    while not (chunked.exists() and any(chunked.rglob("*"))):
+        assert first.poll() is None and time.time() < deadline, "the job ended before any document was chunked"
+        time.sleep(0.5)
+    task = sorted(p.name for p in (tmp_path / "a" / ".submitit").iterdir() if p.is_dir())[0]  # <array id>_0
+    subprocess.run(["scancel", task.split("_")[0]], check=True)
+    assert first.wait(timeout=600) != 0  # the launcher reports the cancelled job
+    assert slurm_states(tmp_path / "a")[task].startswith("CANCELLED")
+
+    submit_again = harness(*args, f"hydra.sweep.dir={tmp_path}/b")
+    logs = "".join(p.read_text() for p in (tmp_path / "b" / ".submitit").rglob("*_log.out"))
+    resumed = re.search(r"\[chunk\] (\d+)/(\d+) documents from cache", logs)
+    assert resumed and int(resumed.group(1)) >= 1, logs[-3000:]
+    REPORT["documents_resumed"] = f"{resumed.group(1)}/{resumed.group(2)}"
+    assert submit_again.returncode == 0
+
+    local = tmp_path / "local"
+    harness(*one, f"cache.dir={local}/cache", f"tracking.uri=sqlite:///{local}/mlruns.db",
+            "experiment_name=reference", f"hydra.sweep.dir={local}/multirun")
+    resumed_run = runs(mlflow_server, "cancelled")["3"]
+    assert quality(resumed_run) == quality(runs(f"sqlite:///{local}/mlruns.db", "reference")["3"])
+
+
+def teardown_module():
+    if path := os.environ.get("CLUSTER_REPORT"):
+        Path(path).write_text(json.dumps(REPORT, indent=2))
