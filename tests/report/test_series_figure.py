@@ -38,7 +38,7 @@ FIGURE3 = """
 title: Demo perplexity figure
 source: a test
 numbers: NUMBERS
-shared: [dataset=crud, dataset.limit_docs=2, dataset.limit_queries=2, chunker=qchunker, retriever=bm25,
+shared: [dataset=crud, dataset.limit_docs=2, dataset.limit_queries=2, chunker=qchunker, retriever=bm25, retriever.scope=corpus,
          responder=none, metrics=qchunker_rewrite, llm=none, llm._target_=tests.report.test_series_figure.scripted_llm]
 rows:
   qchunker: {label: QChunker, overrides: []}
@@ -86,7 +86,7 @@ def test_per_chunk_perplexities_are_recorded_and_plotted_from_mlflow(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     outcomes = grid.run_table(t, "smoke", [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"],
                               log=lambda *_: None)
-    assert [o.status for o in outcomes] == ["finished"]
+    assert [o.status for o in outcomes] == ["finished"], outcomes[0].note
     rendered = render.build(t, uri, "smoke")  # from the record: metrics and the per_document.jsonl artifact
     values = rendered.series[("qchunker", "crud")]
     n = len(values["original"])
