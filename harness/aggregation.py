@@ -54,11 +54,12 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def aggregate_documents(rows: list[dict[str, float]]) -> dict[str, float]:
+def aggregate_documents(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Document metrics: the mean over documents, with a bootstrap 95% interval and the population
-    standard deviation over documents."""
+    standard deviation over documents. Series (list values: per-chunk numbers) are not scores."""
     out: dict[str, float] = {}
-    for name in dict.fromkeys(k for row in rows for k in row):
+    series = {k for row in rows for k, v in row.items() if isinstance(v, (list, tuple))}
+    for name in dict.fromkeys(k for row in rows for k in row if k not in series):
         values = [row.get(name, float("nan")) for row in rows]
         out[name] = mean(values)
         out[f"n/{name}"] = sum(1 for v in values if not math.isnan(v))

@@ -104,7 +104,7 @@ def tables(args: argparse.Namespace, cfg) -> None:
         for t in built:
             render.write(t, out)
             print(f"[{t.spec.id}] {t.filled}/{len(t.cells)} cells -> {out / t.spec.id}.md (.csv, .tex"
-                  + (", .png)" if t.spec.is_figure else ")"))
+                  + (", .png)" if t.spec.is_figure or t.spec.series else ")"))
         # the index lists every table; the ones just rendered are not read from the record again
         done = {t.spec.id: t for t in built}
         every = [done.get(s.id) or render.build(s, uri, args.scale) for s in spec.all_specs()]

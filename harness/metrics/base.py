@@ -6,7 +6,9 @@
   chunks and documents. It returns ``{name: score}``; NaN means "not scorable for this
   query" and is left out of means (and counted).
 - A :class:`DocumentMetric` judges the chunking itself and is called once per document
-  with the document and its chunks (chunk-point F1, ChunkScore).
+  with the document and its chunks (chunk-point F1, ChunkScore). Besides its scores, its row
+  may hold per-item series under ``series_keys()`` (lists, e.g. one value per chunk): they are
+  not averaged, the run records them in its ``per_document.jsonl`` for plots.
 
 Both have a batched ``score_all`` (a metric that calls a model overrides it, so the calls
 of all queries go out as one batch) and an ``aggregate(rows)`` for a run-level number that
@@ -77,19 +79,23 @@ class QueryMetric(ABC):
 
 class DocumentMetric(ABC):
     @abstractmethod
-    def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> dict[str, float]: ...
+    def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> dict[str, Any]: ...
 
     def score_all(self, docs: Sequence[Document], chunks_by_doc: Mapping[str, Sequence[Chunk]]
-                  ) -> list[dict[str, float]]:
+                  ) -> list[dict[str, Any]]:
         return [self(d, chunks_by_doc[d.doc_id]) for d in docs]
 
-    def aggregate(self, rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    def aggregate(self, rows: Sequence[dict[str, Any]]) -> dict[str, float]:
         """Run-level numbers that are not means, from the per-document scores; none by default."""
         return {}
 
     def keys(self) -> set[str]:
-        """The keys of every row ``__call__`` returns (the same for every document)."""
+        """The score keys of every row ``__call__`` returns (the same for every document)."""
         raise NotImplementedError(f"{type(self).__name__} does not declare its keys")
+
+    def series_keys(self) -> set[str]:
+        """The keys of every row whose value is a list (per chunk), recorded but not averaged."""
+        return set()
 
     def aggregate_keys(self) -> set[str]:
         """The keys ``aggregate`` returns."""

@@ -65,6 +65,12 @@ def recorded_keys(metrics: Metrics) -> set[str]:
     return set(_writers(named)) | {k for m in named.values() for k in m.aggregate_keys()}
 
 
+def recorded_series(metrics: Metrics) -> set[str]:
+    """The per-chunk series ``metrics`` record in the run's ``per_document.jsonl`` (document
+    metrics' ``series_keys``), which a figure may plot."""
+    return {k for m in _named(metrics).values() if isinstance(m, DocumentMetric) for k in m.series_keys()}
+
+
 def is_recorded(name: str, metrics: Metrics, tasks: Iterable[str] | None = None) -> bool:
     """Whether a run of ``metrics`` records ``name``: a name of :func:`recorded_keys`, a per-row
     key with ``n/`` or a suffix of :data:`SPREAD_SUFFIXES`, a query key or a query mean of

@@ -1,10 +1,10 @@
 """The run record: one MLflow run per pipeline run.
 
 Params: the flattened config. Metrics: aggregates (overall and per task) and chunk /
-timing statistics. Artifacts: the resolved config, per-query results, the dataset's
-load report. Tags: git sha, package versions, device, scale, experiment, cache hits
-per stage. The default store is an embedded SQLite file (no server to start);
-``tracking.uri=`` points a sweep at a shared server.
+timing statistics. Artifacts: the resolved config, per-query results, document metrics'
+per-document rows with their per-chunk series, the dataset's load report. Tags: git sha,
+package versions, device, scale, experiment, cache hits per stage. The default store is an
+embedded SQLite file (no server to start); ``tracking.uri=`` points a sweep at a shared server.
 """
 
 from __future__ import annotations
@@ -122,6 +122,9 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, s
             mlflow.log_dict(result.dataset_report, "dataset_report.json")
             mlflow.log_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_query),
                             "per_query.jsonl")
+            if result.per_document:  # document metrics' rows, per-chunk series included (plots read them)
+                mlflow.log_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_document),
+                                "per_document.jsonl")
             return run.info.run_id
 
 

@@ -39,6 +39,7 @@ class RunResult:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     cache_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     run_level: list[str] = field(default_factory=list)  # metrics that are not means (corpus BLEU, micro F1)
+    per_document: list[dict[str, Any]] = field(default_factory=list)  # document metrics' rows, with doc_id
 
 
 def config_slice(cfg: DictConfig, group: str) -> Any:
@@ -133,6 +134,7 @@ class Pipeline:
                        in zip(ds.queries, retrieved, contexts, answers, evaluation.per_query)]
         r.metrics = aggregate(r.per_query)
         r.metrics.update(aggregate_documents(evaluation.per_document))
+        r.per_document = [{"doc_id": d.doc_id, **row} for d, row in zip(ds.documents, evaluation.per_document)]
         # Run-level numbers that are not means (corpus BLEU, HiChunk's micro F1, fact-weighted Fact-Cov).
         for m in c.metrics.values():
             rows = evaluation.per_document if isinstance(m, DocumentMetric) else r.per_query

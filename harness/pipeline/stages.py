@@ -52,7 +52,7 @@ class Retrieval:
 @dataclass(frozen=True)
 class Evaluation:
     per_query: list[dict[str, float]]
-    per_document: list[dict[str, float]]
+    per_document: list[dict[str, Any]]   # scores, and per-chunk series (DocumentMetric.series_keys)
 
 
 def load(c: Components, o: Outputs):
@@ -115,7 +115,7 @@ def evaluate(c: Components, o: Outputs) -> Evaluation:
              for q, rt, ctx, ans in zip(ds.queries, o["retrieve"].results, o["assemble"], answers)]
     per_query: list[dict[str, float]] = [{} for _ in items]
     doc_metrics = [m for m in c.metrics.values() if isinstance(m, DocumentMetric)]
-    per_doc: list[dict[str, float]] = [{} for _ in ds.documents] if doc_metrics else []
+    per_doc: list[dict[str, Any]] = [{} for _ in ds.documents] if doc_metrics else []
     for m in c.metrics.values():
         if isinstance(m, QueryMetric):
             for row, scored in zip(per_query, m.score_all(items)):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.metrics.base import QueryMetric
+from harness.metrics.base import DocumentMetric, QueryMetric
 from harness.metrics.keys import RUN_STATISTICS, is_recorded, recorded_keys, row_keys
 from harness.pipeline.components import build_components
 from harness.pipeline.runner import Pipeline
@@ -59,7 +59,8 @@ def test_declared_keys_are_the_keys_a_run_produces(make_cfg, cache_dir, group):
     result = Pipeline(cfg, components=c, log=lambda *_: None).run()
     assert result.stages["evaluate"] == "computed" and result.per_query[0]["answer"]
     for name, m in c.metrics.items():
-        assert rows[name] and all(set(r) == m.keys() for r in rows[name]), name  # every row, as aggregation assumes
+        declared = m.keys() | (m.series_keys() if isinstance(m, DocumentMetric) else set())  # + per-chunk lists
+        assert rows[name] and all(set(r) == declared for r in rows[name]), name  # every row, as aggregation assumes
         assert set(run_level[name]) == m.aggregate_keys(), name
     metric_names = {k for k in result.metrics if k not in result.dataset_report and not k.startswith("chunker_")}
     assert recorded_keys(c.metrics) <= metric_names

@@ -1,4 +1,6 @@
-"""A paper figure as a PNG: one panel per group and metric, one line per row over the x axis.
+"""A paper figure as a PNG: one panel per group and metric, one line per row over the x axis;
+or, for a table with ``series``, one panel per row and group with a line per recorded
+per-chunk series (chunk index on x: QChunker's Figure 3, perplexity before and after rewriting).
 
 Our points carry their bootstrap 95% interval as error bars; the paper's points, where the
 paper prints them, are drawn as open markers on a dashed line of the same colour, so a reader
@@ -24,6 +26,8 @@ def draw(t: Rendered):
     import matplotlib.pyplot as plt
 
     s = t.spec
+    if s.series is not None:
+        return draw_series(t, plt)
     assert s.x is not None, f"{s.id} has no x axis"
     panels = [(g, m) for g in s.groups if not g.missing for m in s.metrics]
     fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 4.2 * len(panels)), 4.0), squeeze=False)
@@ -57,6 +61,35 @@ def draw(t: Rendered):
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
     fig.suptitle(textwrap.fill(f"{s.id}: {s.title} ({t.scale} scale)", 50 * len(panels)), fontsize=10)
     fig.tight_layout(rect=(0, 0.12 if handles else 0, 1, 0.93))
+    return fig
+
+
+def draw_series(t: Rendered, plt):
+    """One panel per (row, group), one line per series of ``spec.series`` over the chunk index."""
+    s = t.spec
+    panels = [(r, g) for g in s.groups if not g.missing for r in s.rows if not r.missing]
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 5.0 * len(panels)), 4.0), squeeze=False)
+    for ax, (row, group) in zip(axes[0], panels):
+        values = t.series.get((row.key, group.key), {})
+        for i, line in enumerate(s.series.lines):
+            ys = values.get(line.key) or []
+            if ys:
+                ax.plot(range(1, len(ys) + 1), ys, color=f"C{i % 10}", marker="o", markersize=3, linewidth=1,
+                        label=line.label)
+        if not ax.lines:  # nothing recorded: say why, as the table's cells do
+            notes = {t.cells[(row.key, c.key)].note for c in s.columns() if c.group.key == group.key} - {""}
+            ax.text(0.5, 0.5, textwrap.fill("; ".join(sorted(notes)) or "no rewritten chunk", 30), ha="center",
+                    va="center", transform=ax.transAxes, fontsize=9, color="grey")
+        ax.set_xlabel(s.series.label)
+        ax.set_ylabel(s.series.y_label)
+        title = t.spec.label(group, "groups", t.scale) + (f" ({row.label})" if len(s.rows) > 1 else "")
+        ax.set_title(textwrap.fill(title, 45), fontsize=8)
+        ax.grid(alpha=0.3)
+    labels = [ln.label for ln in s.series.lines]
+    handles = [plt.Line2D([], [], color=f"C{i % 10}", marker="o", markersize=3) for i in range(len(labels))]
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
+    fig.suptitle(textwrap.fill(f"{s.id}: {s.title} ({t.scale} scale)", 50 * len(panels)), fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.93))
     return fig
 
 

@@ -53,9 +53,9 @@ def paper_numbers(spec: TableSpec) -> dict[tuple[str, str], float | None]:
 
 def validate(spec: TableSpec, scale: str) -> None:
     """Fails (ConfigError naming the table and grid point) on an unknown config, choice or
-    parameter, a layout metric that no metric of the run records, and paper numbers whose keys
-    are not in the layout; builds no model."""
-    from harness.metrics.keys import is_recorded, recorded_keys
+    parameter, a layout metric or plotted series that no metric of the run records, and paper
+    numbers whose keys are not in the layout; builds no model."""
+    from harness.metrics.keys import is_recorded, recorded_keys, recorded_series
     from harness.pipeline.components import build_components
 
     rows, columns = {r.key for r in spec.rows}, {c.key for c in spec.columns()}
@@ -76,6 +76,11 @@ def validate(spec: TableSpec, scale: str) -> None:
             if unknown:
                 raise ConfigError(f"no metric of this run records {', '.join(unknown)} (its metrics: "
                                   f"{', '.join(sorted(recorded_keys(built.metrics)))})")
+            series = recorded_series(built.metrics)
+            unknown = sorted(ln.series for ln in (spec.series.lines if spec.series else ()) if ln.series not in series)
+            if unknown:
+                raise ConfigError(f"no metric of this run records the series {', '.join(unknown)} (its series: "
+                                  f"{', '.join(sorted(series)) or 'none'})")
         except ConfigError as e:
             raise ConfigError(f"table {spec.id}, {point.key}: {e}") from e
         except Exception as e:  # Hydra's composition errors: unknown choice or key

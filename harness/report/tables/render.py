@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
+import os
 import re
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.report.tables import correlation
@@ -154,10 +156,38 @@ class Rendered:
     models: list[str]
     cold_seconds: float
     cache_note: str
+    # spec.series: (row, group) -> line key -> the run's per-chunk values (from per_document.jsonl)
+    series: dict[tuple[str, str], dict[str, list[float]]] = field(default_factory=dict)
 
     @property
     def filled(self) -> int:
         return sum(c.ours is not None for c in self.cells.values())
+
+
+def per_document_rows(uri: str, run_id: str) -> list[dict]:
+    """A run's ``per_document.jsonl`` (document metrics' rows); empty when it has none."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    if "per_document.jsonl" not in {f.path for f in MlflowClient(tracking_uri=uri).list_artifacts(run_id)}:
+        return []
+    path = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="per_document.jsonl",
+                                                    tracking_uri=uri))
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def series_values(spec: TableSpec, uri: str, scale: str, runs: dict) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """Each finished (row, group) run's series of ``spec.series``, documents concatenated in order."""
+    out = {}
+    for p in spec.runs(scale):
+        run = runs.get(p.key)
+        if p.skip or run is None or run.info.status != "FINISHED":
+            continue
+        rows = per_document_rows(uri, run.info.run_id)
+        out[(p.row, p.group)] = {ln.key: [float(v) for r in rows for v in r.get(ln.series) or ()]
+                                 for ln in spec.series.lines}
+    return out
 
 
 def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
@@ -171,7 +201,8 @@ def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
     cold = sum(max(run_seconds(r) for r in rs) for rs in recorded.values())
     stages = [v for r in runs.values() for k, v in r.data.tags.items() if k.startswith("stage/")]
     cache_note = f"{stages.count('cached')}/{len(stages)} stages from cache" if stages else "no run recorded"
-    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note)
+    series = series_values(spec, uri, scale, runs) if spec.series else {}
+    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note, series)
 
 
 def caption(t: Rendered) -> list[str]:
@@ -269,7 +300,7 @@ def write(t: Rendered, out: Path = RESULTS) -> list[Path]:
         path = base.with_suffix(suffix)
         path.write_text(text, encoding="utf-8")
         paths.append(path)
-    if t.spec.is_figure:
+    if t.spec.is_figure or t.spec.series:
         from harness.report.tables.figure import plot
 
         paths.append(plot(t, base.with_suffix(".png")))
@@ -289,7 +320,7 @@ def index(rendered: list[Rendered], pareto: list[tuple[str, str, Path, int]] = (
              "|---|---|---|---|---|---|---|---|"]
     for t in rendered:
         stand = "; ".join(t.spec.stand_ins(t.scale)) or "none"
-        png = t.spec.is_figure or t.spec.correlation is not None
+        png = t.spec.is_figure or t.spec.correlation is not None or t.spec.series is not None
         link = f"[{t.spec.id}]({t.spec.id}.md)" + (f" ([png]({t.spec.id}.png))" if png else "")
         lines.append(f"| {link} | {t.spec.title} | {t.scale} | {t.filled}/{len(t.cells)} | {stand} | "
                      f"{'; '.join(t.models) or 'none'} | {t.cold_seconds:.0f} s | {t.cache_note} |")

@@ -25,6 +25,12 @@ queries (the papers' ±) instead of its bootstrap 95% interval (``ci``, the defa
 weight λ of ``lambdas``, the Pearson correlation, across the rows of a group, between the mix
 ``λ·a + (1-λ)·b`` of two layout metrics (``mix: [a, b]``) and the ``target`` layout metric.
 
+``series`` makes a table also a per-item line plot (QChunker's Figure 3): one panel per row and
+group, one line per entry of ``lines``, each a per-chunk series a document metric of the run
+records (``DocumentMetric.series_keys``, read back from the run's ``per_document.jsonl``),
+concatenated over the documents in order; the x axis is the item's index. Not with ``x`` or a
+swept row (a panel is one run).
+
 ``scale`` maps each scale to what changes there. For a row or a group, ``overrides`` replace the
 axis's own (a stand-in for a paper dataset that is not bundled; its ``label`` is shown in the
 rendered header) and ``add`` appends to them (e.g. a reply budget the bundled model needs);
@@ -39,6 +45,7 @@ rendered header) and ``add`` appends to them (e.g. a reply budget the bundled mo
     select_by: [run metrics]                           spread: ci | std
     scale: {smoke: {shared, rows|groups: {key: {label, overrides, add}}, skip: {key: why}}}
     correlation: {mix: [a, b], target: key, lambdas: {start, stop, step}}
+    series: {label, y_label, lines: {key: {series: per-document series key, label}}}
 """
 
 from __future__ import annotations
@@ -59,7 +66,7 @@ SCALES = ("smoke", "full")
 SWEEP_SELECT = ("mean", "best", "best_group")
 AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
-        "select_by", "spread", "correlation"}
+        "select_by", "spread", "correlation", "series"}
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,22 @@ class Correlation:
 
 
 @dataclass(frozen=True)
+class SeriesLine:
+    key: str
+    series: str   # the per-document series key of a document metric
+    label: str
+
+
+@dataclass(frozen=True)
+class Series:
+    """Per-chunk lines from each run's ``per_document.jsonl``: x = the chunk's index in the run."""
+
+    label: str
+    y_label: str
+    lines: tuple[SeriesLine, ...]
+
+
+@dataclass(frozen=True)
 class GridRun:
     """One run of a table's grid: ``key`` = ``row|group`` (``|param=value`` for an x value and a
     sweep point)."""
@@ -145,6 +168,7 @@ class TableSpec:
     select_by: tuple[str, ...] = ()   # best_group: these run metrics instead of the group's
     spread: str = "ci"                # a one-run cell's spread: ci (bootstrap 95%) | std (over queries)
     correlation: Correlation | None = None
+    series: Series | None = None
 
     @property
     def paper(self) -> str:
@@ -276,6 +300,18 @@ def _correlation(node: Any, layout: set[str], where: str) -> Correlation | None:
     return Correlation((str(mix[0]), str(mix[1])), target, tuple(round(start + i * step, 10) for i in range(n + 1)))
 
 
+def _series(node: Any, where: str) -> Series | None:
+    if node is None:
+        return None
+    where = f"{where}.series"
+    lines = node.get("lines") if isinstance(node, dict) else None
+    if not isinstance(node, dict) or set(node) - {"label", "y_label", "lines"} or not isinstance(lines, dict) \
+            or not lines or not all(isinstance(v, dict) and v.get("series") for v in lines.values()):
+        raise ConfigError(f"{where}: needs {{label, y_label, lines: {{key: {{series, label}}}}}}, got {node!r}")
+    return Series(str(node.get("label", "chunk index")), str(node.get("y_label", "")),
+                  tuple(SeriesLine(str(k), str(v["series"]), str(v.get("label", k))) for k, v in lines.items()))
+
+
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     """A table file, checked for its shape (names are checked by ``grid.validate``); its id is its
     path under ``root`` without the suffix (``hichunk/table3``)."""
@@ -310,10 +346,13 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
             if unknown_keys:
                 raise ConfigError(f"{where}.{kind}.{key}.metrics: {sorted(unknown_keys)} are not layout metrics "
                                   f"({sorted(layout)})")
+    rows, series = _axes(raw["rows"], f"{where}.rows"), _series(raw.get("series"), where)
+    if series and (raw.get("x") is not None or any(r.sweep for r in rows)):
+        raise ConfigError(f"{where}.series: a panel plots one run, so no x axis and no swept row")
     return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
-                     _overrides(raw.get("shared"), f"{where}.shared"), _axes(raw["rows"], f"{where}.rows"),
+                     _overrides(raw.get("shared"), f"{where}.shared"), rows,
                      _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where),
-                     select, select_by, spread, _correlation(raw.get("correlation"), layout, where))
+                     select, select_by, spread, _correlation(raw.get("correlation"), layout, where), series)
 
 
 def all_specs() -> list[TableSpec]:
