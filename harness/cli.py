@@ -96,15 +96,20 @@ def tables(args: argparse.Namespace, cfg) -> None:
             grid.validate(s, args.scale)
         print(f"{len(specs)} table file(s) valid at {args.scale} scale: {', '.join(s.id for s in specs)}")
     if args.action in ("run", "reproduce"):
+        extra = [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])]
         for s in specs:
-            grid.run_table(s, args.scale, [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])])
+            grid.run_table(s, args.scale, extra)
+            if s.pairwise:  # MC-indexing Figure 3: judge a's answers against b's, once both runs are recorded
+                from harness.report.tables import pairwise
+
+                pairwise.judge_table(s, args.scale, extra)
     if args.action in ("render", "reproduce"):
         uri, out = tracking_uri(args, cfg), Path(args.out or render.RESULTS)
         built = [render.build(s, uri, args.scale) for s in specs]
         for t in built:
             render.write(t, out)
-            print(f"[{t.spec.id}] {t.filled}/{len(t.cells)} cells -> {out / t.spec.id}.md (.csv, .tex"
-                  + (", .png)" if t.spec.is_figure or t.spec.series else ")"))
+            print(f"[{t.spec.id}] {t.filled}/{t.total} cells -> {out / t.spec.id}.md (.csv, .tex"
+                  + (", .png)" if t.spec.is_figure or t.spec.series or t.spec.pairwise else ")"))
         # the index lists every table; the ones just rendered are not read from the record again
         done = {t.spec.id: t for t in built}
         every = [done.get(s.id) or render.build(s, uri, args.scale) for s in spec.all_specs()]

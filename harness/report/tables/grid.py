@@ -58,9 +58,8 @@ def validate(spec: TableSpec, scale: str) -> None:
     from harness.metrics.keys import is_recorded, recorded_keys, recorded_series
     from harness.pipeline.components import build_components
 
-    rows, columns = {r.key for r in spec.rows}, {c.key for c in spec.columns()}
     for (row, column) in paper_numbers(spec):
-        if row not in rows or column not in columns:
+        if not spec.in_layout(row, column):
             raise ConfigError(f"table {spec.id}: {spec.numbers.name} has ({row}, {column}), not in the layout")
     seen = set()
     for point in spec.runs(scale):
@@ -85,6 +84,10 @@ def validate(spec: TableSpec, scale: str) -> None:
             raise ConfigError(f"table {spec.id}, {point.key}: {e}") from e
         except Exception as e:  # Hydra's composition errors: unknown choice or key
             raise ConfigError(f"table {spec.id}, {point.key}: {type(e).__name__}: {e}") from e
+    if spec.pairwise is not None:
+        from harness.report.tables import pairwise
+
+        pairwise.build_judge(spec, scale, ["tracking=none"])  # composes and builds the judge's llm (loads no weights)
 
 
 def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Callable[[str], None] = print

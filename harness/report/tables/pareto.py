@@ -86,6 +86,8 @@ def finished_runs(uri: str, scale: str) -> list:
                               order_by=["attributes.start_time DESC"], max_results=50000)
     latest = {}
     for r in runs:
+        if "table.pair.a_run" in r.data.tags:  # a judged pair of two runs (pairwise), no chunking of its own
+            continue
         latest.setdefault((r.data.tags.get("table"), r.data.tags.get("table.run")), r)
     return list(latest.values())
 

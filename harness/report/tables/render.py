@@ -5,7 +5,8 @@ documents, or the standard deviation over a row's sweep, e.g. LGMGC's chunk size
 paper's value and the difference. Nothing is read from memory: the latest run of every grid
 point is looked up by its ``table.run`` tag, so a table can be re-rendered from a tracking
 server after a cluster sweep. A cell without a value says why (skipped at this scale, data not
-available, not run yet).
+available, not run yet). A table with ``pairwise`` adds its judged win/tie/loss rates per group
+(:mod:`harness.report.tables.pairwise`), read from the judged runs in the same record.
 """
 
 from __future__ import annotations
@@ -158,10 +159,15 @@ class Rendered:
     cache_note: str
     # spec.series: (row, group) -> line key -> the run's per-chunk values (from per_document.jsonl)
     series: dict[tuple[str, str], dict[str, list[float]]] = field(default_factory=dict)
+    pairwise: dict[tuple[str, str], Cell] = field(default_factory=dict)   # (group, pair column): a judged rate
 
     @property
     def filled(self) -> int:
-        return sum(c.ours is not None for c in self.cells.values())
+        return sum(c.ours is not None for c in (*self.cells.values(), *self.pairwise.values()))
+
+    @property
+    def total(self) -> int:
+        return len(self.cells) + len(self.pairwise)
 
 
 def per_document_rows(uri: str, run_id: str) -> list[dict]:
@@ -202,7 +208,12 @@ def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
     stages = [v for r in runs.values() for k, v in r.data.tags.items() if k.startswith("stage/")]
     cache_note = f"{stages.count('cached')}/{len(stages)} stages from cache" if stages else "no run recorded"
     series = series_values(spec, uri, scale, runs) if spec.series else {}
-    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note, series)
+    pair_cells = {}
+    if spec.pairwise is not None:
+        from harness.report.tables import pairwise
+
+        pair_cells = pairwise.cells(spec, scale, runs, numbers)
+    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note, series, pair_cells)
 
 
 def caption(t: Rendered) -> list[str]:
@@ -257,6 +268,10 @@ def markdown(t: Rendered) -> str:
         out.append(f"| {short_label(s, row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
     if s.correlation:
         out += correlation.markdown_lines(t)
+    if s.pairwise:
+        from harness.report.tables import pairwise
+
+        out += pairwise.markdown_lines(t)
     return "\n".join(out) + "\n"
 
 
@@ -300,7 +315,11 @@ def write(t: Rendered, out: Path = RESULTS) -> list[Path]:
         path = base.with_suffix(suffix)
         path.write_text(text, encoding="utf-8")
         paths.append(path)
-    if t.spec.is_figure or t.spec.series:
+    if t.spec.pairwise:  # the judged rates are the figure (stacked bars)
+        from harness.report.tables import pairwise
+
+        paths += pairwise.write(t, base)
+    elif t.spec.is_figure or t.spec.series:
         from harness.report.tables.figure import plot
 
         paths.append(plot(t, base.with_suffix(".png")))
@@ -320,9 +339,10 @@ def index(rendered: list[Rendered], pareto: list[tuple[str, str, Path, int]] = (
              "|---|---|---|---|---|---|---|---|"]
     for t in rendered:
         stand = "; ".join(t.spec.stand_ins(t.scale)) or "none"
-        png = t.spec.is_figure or t.spec.correlation is not None or t.spec.series is not None
+        png = (t.spec.is_figure or t.spec.correlation is not None or t.spec.series is not None
+               or t.spec.pairwise is not None)
         link = f"[{t.spec.id}]({t.spec.id}.md)" + (f" ([png]({t.spec.id}.png))" if png else "")
-        lines.append(f"| {link} | {t.spec.title} | {t.scale} | {t.filled}/{len(t.cells)} | {stand} | "
+        lines.append(f"| {link} | {t.spec.title} | {t.scale} | {t.filled}/{t.total} | {stand} | "
                      f"{'; '.join(t.models) or 'none'} | {t.cold_seconds:.0f} s | {t.cache_note} |")
     if pareto:
         lines += ["", "## Quality against chunking cost, per dataset", "",

@@ -31,6 +31,15 @@ records (``DocumentMetric.series_keys``, read back from the run's ``per_document
 concatenated over the documents in order; the x axis is the item's index. Not with ``x`` or a
 swept row (a panel is one run).
 
+``pairwise`` makes a table MC-indexing's Figure 3 as well: after the grid's runs exist, the
+answers of row ``a``'s run are judged against row ``b``'s by :mod:`harness.report.judge` (Figure 11
+prompt, both answer orders), per group and x value, by the LLM that the Hydra overrides ``judge``
+compose; each judged pair is one MLflow run of the table's experiment, and its win/tie/loss rates
+render as a second layout: rows are the groups, columns ``<score|round>/<win|tie|loss>[@<x>]``
+(paper numbers keyed ``<group>,<score|round>/<outcome>@<x>``). A scale's ``pairwise`` replaces any
+of ``judge``, ``label``, ``max_tokens``, ``temperature``, ``retries``, ``seed`` there (a stand-in
+judge). A scale's ``skip`` may also name an x value, as ``<param>=<value>``.
+
 ``scale`` maps each scale to what changes there. For a row or a group, ``overrides`` replace the
 axis's own (a stand-in for a paper dataset that is not bundled; its ``label`` is shown in the
 rendered header) and ``add`` appends to them (e.g. a reply budget the bundled model needs);
@@ -46,6 +55,8 @@ rendered header) and ``add`` appends to them (e.g. a reply budget the bundled mo
     scale: {smoke: {shared, rows|groups: {key: {label, overrides, add}}, skip: {key: why}}}
     correlation: {mix: [a, b], target: key, lambdas: {start, stop, step}}
     series: {label, y_label, lines: {key: {series: per-document series key, label}}}
+    pairwise: {a: row, b: row, judge: [overrides], outcomes: [score, round], label, max_tokens,
+               temperature, retries, seed}
 """
 
 from __future__ import annotations
@@ -66,7 +77,11 @@ SCALES = ("smoke", "full")
 SWEEP_SELECT = ("mean", "best", "best_group")
 AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
-        "select_by", "spread", "correlation", "series"}
+        "select_by", "spread", "correlation", "series", "pairwise"}
+OUTCOME_KINDS = ("score", "round")   # score-based | round-based (harness.report.judge)
+OUTCOMES = ("win", "tie", "loss")   # from row a's side
+PAIRWISE_KEYS = {"a", "b", "judge", "outcomes", "label", "max_tokens", "temperature", "retries", "seed"}
+PAIRWISE_SCALE_KEYS = PAIRWISE_KEYS - {"a", "b", "outcomes"}
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,37 @@ class Series:
 
 
 @dataclass(frozen=True)
+class PairColumn:
+    """One column of the pairwise layout: a rate of one outcome kind (at one x value)."""
+
+    key: str          # "<kind>/<outcome>" or "<kind>/<outcome>@<x value>"
+    label: str
+    kind: str         # score | round
+    outcome: str      # win | tie | loss
+    x: str | None = None
+    x_name: str = ""
+
+
+@dataclass(frozen=True)
+class Pairwise:
+    """Row ``a``'s answers judged against row ``b``'s (win = a better), per group and x value."""
+
+    a: str
+    b: str
+    judge: tuple[str, ...]            # Hydra overrides composing the judge's ``llm``
+    outcomes: tuple[str, ...] = OUTCOME_KINDS
+    label: str = ""                   # the judge as the caption names it
+    max_tokens: int = 512
+    temperature: float = 0.0
+    retries: int = 2
+    seed: int = 0
+
+    def run_key(self, group: str, x_point: str | None) -> str:
+        """The judged pair's ``table.run`` tag: ``a~b|group[|param=value]``."""
+        return "|".join((f"{self.a}~{self.b}", group, *((x_point,) if x_point else ())))
+
+
+@dataclass(frozen=True)
 class GridRun:
     """One run of a table's grid: ``key`` = ``row|group`` (``|param=value`` for an x value and a
     sweep point)."""
@@ -169,6 +215,7 @@ class TableSpec:
     spread: str = "ci"                # a one-run cell's spread: ci (bootstrap 95%) | std (over queries)
     correlation: Correlation | None = None
     series: Series | None = None
+    pairwise: Pairwise | None = None
 
     @property
     def paper(self) -> str:
@@ -195,6 +242,31 @@ class TableSpec:
                 for value, name in zip(self.x.values, self.x.names):
                     out.append(Column(f"{g.key}/{m.key}@{_str(value)}", f"{label} @{name}", g, m, _str(value), name))
         return out
+
+    def pair_columns(self) -> list[PairColumn]:
+        """The pairwise layout's columns: every outcome of every kind (at every x value)."""
+        if self.pairwise is None:
+            return []
+        xs = list(zip(self.x.values, self.x.names)) if self.x else [(None, "")]
+        kinds = {"score": "Score-based", "round": "Round-based"}
+        return [PairColumn(f"{kind}/{o}" + ("" if v is None else f"@{_str(v)}"),
+                           f"{kinds[kind]} {o}" + ("" if v is None else f" @{name}"), kind, o,
+                           None if v is None else _str(v), name)
+                for kind in self.pairwise.outcomes for v, name in xs for o in OUTCOMES]
+
+    def in_layout(self, row: str, column: str) -> bool:
+        """A paper number's key: a row's cell, or a group's pairwise rate."""
+        if row in {r.key for r in self.rows}:
+            return column in {c.key for c in self.columns()}
+        return (self.pairwise is not None and row in {g.key for g in self.groups}
+                and column in {c.key for c in self.pair_columns()})
+
+    def pairwise_at(self, scale: str) -> Pairwise | None:
+        """``pairwise`` with what ``scale`` replaces (a stand-in judge)."""
+        if self.pairwise is None:
+            return None
+        at = self.scales.get(scale, {}).get("pairwise") or {}
+        return replace(self.pairwise, **_pairwise_fields(at, f"table {self.id}.scale.{scale}.pairwise"))
 
     def at(self, scale: str, kind: str, key: str) -> dict[str, Any]:
         """What ``scale`` changes for the row or group ``key`` (``kind``: rows | groups)."""
@@ -231,10 +303,11 @@ class TableSpec:
             names = [name for name, _ in row.sweep]
             xs = [(_str(v), (self.x.point(v),)) for v in self.x.values] if self.x else [(None, ())]
             for x, x_point in xs:
+                why = skip or (skips.get(x_point[0]) if x_point else None)
                 for values in itertools.product(*(vals for _, vals in row.sweep)) if row.sweep else [()]:
                     point = (*x_point, *(f"{n}={v}" for n, v in zip(names, values)))
                     key = "|".join((row.key, group.key, *point))
-                    out.append(GridRun(key, row.key, group.key, (*base, *point), skip, x))
+                    out.append(GridRun(key, row.key, group.key, (*base, *point), why, x))
         return out
 
 
@@ -312,6 +385,61 @@ def _series(node: Any, where: str) -> Series | None:
                   tuple(SeriesLine(str(k), str(v["series"]), str(v.get("label", k))) for k, v in lines.items()))
 
 
+def _pairwise_fields(node: dict, where: str) -> dict[str, Any]:
+    """The typed fields of a ``pairwise`` mapping (or a scale's replacement of some)."""
+    out: dict[str, Any] = {}
+    if "judge" in node:
+        out["judge"] = _overrides(node["judge"], f"{where}.judge")
+        if not out["judge"]:
+            raise ConfigError(f"{where}.judge: the Hydra overrides composing the judge's llm, e.g. [llm=openai, "
+                              f"llm.model=gpt-4]; got none")
+    try:
+        for key, kind in (("max_tokens", int), ("retries", int), ("seed", int), ("temperature", float)):
+            if key in node:
+                out[key] = kind(node[key])
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: max_tokens, retries, seed are integers, temperature a number; {e}") from e
+    if out.get("max_tokens", 1) < 1 or out.get("retries", 0) < 0 or out.get("temperature", 0.0) < 0:
+        raise ConfigError(f"{where}: needs max_tokens >= 1, retries >= 0, temperature >= 0; got {node!r}")
+    if "label" in node:
+        out["label"] = str(node["label"])
+    return out
+
+
+def _pairwise(node: Any, rows: tuple[Axis, ...], scales: dict[str, Any], where: str) -> Pairwise | None:
+    if node is None:
+        stray = [scale for scale, at in scales.items() if at.get("pairwise") is not None]
+        if stray:
+            raise ConfigError(f"{where}.scale.{stray[0]}.pairwise: the table has no pairwise block to change")
+        return None
+    outer, where = where, f"{where}.pairwise"
+    if not isinstance(node, dict) or set(node) - PAIRWISE_KEYS or not {"a", "b", "judge"} <= set(node):
+        raise ConfigError(f"{where}: needs {{a: row, b: row, judge: [overrides]}} (optional: "
+                          f"{', '.join(sorted(PAIRWISE_KEYS - {'a', 'b', 'judge'}))}), got {node!r}")
+    by_key = {r.key: r for r in rows}
+    for side in ("a", "b"):
+        row = by_key.get(str(node[side]))
+        if row is None:
+            raise ConfigError(f"{where}.{side}: {node[side]!r} is not a row ({', '.join(by_key)})")
+        if row.missing or row.sweep:
+            raise ConfigError(f"{where}.{side}: row {row.key!r} must be one run per grid point "
+                              f"({'missing' if row.missing else 'swept'})")
+    if str(node["a"]) == str(node["b"]):
+        raise ConfigError(f"{where}: a and b are the same row {node['a']!r}")
+    outcomes = node.get("outcomes", list(OUTCOME_KINDS))
+    if isinstance(outcomes, str) or not outcomes or set(map(str, outcomes)) - set(OUTCOME_KINDS):
+        raise ConfigError(f"{where}.outcomes: a list of {' | '.join(OUTCOME_KINDS)}, got {outcomes!r}")
+    for scale, at in scales.items():
+        sub = at.get("pairwise")
+        if sub is not None and (not isinstance(sub, dict) or set(sub) - PAIRWISE_SCALE_KEYS):
+            raise ConfigError(f"{outer}.scale.{scale}.pairwise: may replace "
+                              f"{', '.join(sorted(PAIRWISE_SCALE_KEYS))}; got {sub!r}")
+        if sub:
+            _pairwise_fields(sub, f"{outer}.scale.{scale}.pairwise")
+    return Pairwise(str(node["a"]), str(node["b"]), outcomes=tuple(str(o) for o in outcomes),
+                    **_pairwise_fields(node, where))
+
+
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     """A table file, checked for its shape (names are checked by ``grid.validate``); its id is its
     path under ``root`` without the suffix (``hichunk/table3``)."""
@@ -352,7 +480,8 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
                      _overrides(raw.get("shared"), f"{where}.shared"), rows,
                      _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where),
-                     select, select_by, spread, _correlation(raw.get("correlation"), layout, where), series)
+                     select, select_by, spread, _correlation(raw.get("correlation"), layout, where), series,
+                     _pairwise(raw.get("pairwise"), rows, scales, where))
 
 
 def all_specs() -> list[TableSpec]:
