@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.report.tables.render import Cell, fmt, ours_text, recorded_runs
-from harness.report.tables.spec import OUTCOMES, GridRun, Pairwise, TableSpec, _str
+from harness.report.tables.spec import GridRun, TableSpec
+from harness.report.tables.spec_blocks import OUTCOMES, Pairwise, show
 from harness.types import ConfigError
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def pair_points(spec: TableSpec, scale: str) -> list[tuple[str, str | None, Grid
     """(group, x value, a's grid point, b's grid point) for every judged pair of the layout."""
     pw = spec.pairwise
     by = {(p.row, p.group, p.x): p for p in spec.runs(scale)}
-    xs = [_str(v) for v in spec.x.values] if spec.x else [None]
+    xs = [show(v) for v in spec.x.values] if spec.x else [None]
     return [(g.key, x, by[(pw.a, g.key, x)], by[(pw.b, g.key, x)])
             for g in spec.groups if not g.missing for x in xs]
 
@@ -262,7 +263,7 @@ def draw(t: Rendered):
 
     s, (a, b) = t.spec, names(t)
     groups = [g for g in s.groups if not g.missing]
-    xs = list(zip([_str(v) for v in s.x.values], s.x.names)) if s.x else [(None, "")]
+    xs = list(zip([show(v) for v in s.x.values], s.x.names)) if s.x else [(None, "")]
     kinds = s.pairwise.outcomes
     size = (max(6.5, 3.8 * len(xs)), 1.4 + len(kinds) * (0.8 + 0.45 * len(groups)))
     fig, axes = plt.subplots(len(kinds), len(xs), figsize=size, squeeze=False)

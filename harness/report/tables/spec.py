@@ -69,6 +69,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from harness.report.tables.spec_blocks import (OUTCOMES, Correlation, PairColumn, Pairwise, Series, override_list,
+                                               pairwise_fields, parse_correlation, parse_pairwise, parse_series, show)
 from harness.types import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -78,10 +80,6 @@ SWEEP_SELECT = ("mean", "best", "best_group")
 AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
         "select_by", "spread", "correlation", "series", "pairwise"}
-OUTCOME_KINDS = ("score", "round")   # score-based | round-based (harness.report.judge)
-OUTCOMES = ("win", "tie", "loss")   # from row a's side
-PAIRWISE_KEYS = {"a", "b", "judge", "outcomes", "label", "max_tokens", "temperature", "retries", "seed"}
-PAIRWISE_SCALE_KEYS = PAIRWISE_KEYS - {"a", "b", "outcomes"}
 
 
 @dataclass(frozen=True)
@@ -104,7 +102,7 @@ class XAxis:
     names: tuple[str, ...]
 
     def point(self, value: Any) -> str:
-        return f"{self.param}={_str(value)}"
+        return f"{self.param}={show(value)}"
 
 
 @dataclass(frozen=True)
@@ -126,62 +124,6 @@ class Column:
     metric: Metric
     x: str | None = None   # the x value as written in the file
     x_name: str = ""       # its tick label
-
-
-@dataclass(frozen=True)
-class Correlation:
-    """Pearson r across rows between ``λ·mix[0] + (1-λ)·mix[1]`` and ``target`` (layout keys)."""
-
-    mix: tuple[str, str]
-    target: str
-    lambdas: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class SeriesLine:
-    key: str
-    series: str   # the per-document series key of a document metric
-    label: str
-
-
-@dataclass(frozen=True)
-class Series:
-    """Per-chunk lines from each run's ``per_document.jsonl``: x = the chunk's index in the run."""
-
-    label: str
-    y_label: str
-    lines: tuple[SeriesLine, ...]
-
-
-@dataclass(frozen=True)
-class PairColumn:
-    """One column of the pairwise layout: a rate of one outcome kind (at one x value)."""
-
-    key: str          # "<kind>/<outcome>" or "<kind>/<outcome>@<x value>"
-    label: str
-    kind: str         # score | round
-    outcome: str      # win | tie | loss
-    x: str | None = None
-    x_name: str = ""
-
-
-@dataclass(frozen=True)
-class Pairwise:
-    """Row ``a``'s answers judged against row ``b``'s (win = a better), per group and x value."""
-
-    a: str
-    b: str
-    judge: tuple[str, ...]            # Hydra overrides composing the judge's ``llm``
-    outcomes: tuple[str, ...] = OUTCOME_KINDS
-    label: str = ""                   # the judge as the caption names it
-    max_tokens: int = 512
-    temperature: float = 0.0
-    retries: int = 2
-    seed: int = 0
-
-    def run_key(self, group: str, x_point: str | None) -> str:
-        """The judged pair's ``table.run`` tag: ``a~b|group[|param=value]``."""
-        return "|".join((f"{self.a}~{self.b}", group, *((x_point,) if x_point else ())))
 
 
 @dataclass(frozen=True)
@@ -240,7 +182,7 @@ class TableSpec:
                     out.append(Column(f"{g.key}/{m.key}", label, g, m))
                     continue
                 for value, name in zip(self.x.values, self.x.names):
-                    out.append(Column(f"{g.key}/{m.key}@{_str(value)}", f"{label} @{name}", g, m, _str(value), name))
+                    out.append(Column(f"{g.key}/{m.key}@{show(value)}", f"{label} @{name}", g, m, show(value), name))
         return out
 
     def pair_columns(self) -> list[PairColumn]:
@@ -249,9 +191,9 @@ class TableSpec:
             return []
         xs = list(zip(self.x.values, self.x.names)) if self.x else [(None, "")]
         kinds = {"score": "Score-based", "round": "Round-based"}
-        return [PairColumn(f"{kind}/{o}" + ("" if v is None else f"@{_str(v)}"),
+        return [PairColumn(f"{kind}/{o}" + ("" if v is None else f"@{show(v)}"),
                            f"{kinds[kind]} {o}" + ("" if v is None else f" @{name}"), kind, o,
-                           None if v is None else _str(v), name)
+                           None if v is None else show(v), name)
                 for kind in self.pairwise.outcomes for v, name in xs for o in OUTCOMES]
 
     def in_layout(self, row: str, column: str) -> bool:
@@ -266,7 +208,7 @@ class TableSpec:
         if self.pairwise is None:
             return None
         at = self.scales.get(scale, {}).get("pairwise") or {}
-        return replace(self.pairwise, **_pairwise_fields(at, f"table {self.id}.scale.{scale}.pairwise"))
+        return replace(self.pairwise, **pairwise_fields(at, f"table {self.id}.scale.{scale}.pairwise"))
 
     def at(self, scale: str, kind: str, key: str) -> dict[str, Any]:
         """What ``scale`` changes for the row or group ``key`` (``kind``: rows | groups)."""
@@ -301,7 +243,7 @@ class TableSpec:
             base = (*self.shared, *at.get("shared", ()), *self.overrides(row, "rows", scale),
                     *self.overrides(group, "groups", scale))
             names = [name for name, _ in row.sweep]
-            xs = [(_str(v), (self.x.point(v),)) for v in self.x.values] if self.x else [(None, ())]
+            xs = [(show(v), (self.x.point(v),)) for v in self.x.values] if self.x else [(None, ())]
             for x, x_point in xs:
                 why = skip or (skips.get(x_point[0]) if x_point else None)
                 for values in itertools.product(*(vals for _, vals in row.sweep)) if row.sweep else [()]:
@@ -309,18 +251,6 @@ class TableSpec:
                     key = "|".join((row.key, group.key, *point))
                     out.append(GridRun(key, row.key, group.key, (*base, *point), why, x))
         return out
-
-
-def _str(value: Any) -> str:
-    return "null" if value is None else str(value)
-
-
-def _overrides(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: must be a list of Hydra overrides (strings), got {value!r}")
-    return tuple(value)
 
 
 def _axes(node: Any, where: str) -> tuple[Axis, ...]:
@@ -334,7 +264,7 @@ def _axes(node: Any, where: str) -> tuple[Axis, ...]:
         sweep = tuple((str(p), tuple(v)) for p, v in (spec.get("sweep") or {}).items())
         missing = spec.get("missing")
         metrics = tuple((str(k), str(v)) for k, v in (spec.get("metrics") or {}).items())
-        out.append(Axis(str(key), str(spec.get("label", key)), _overrides(spec.get("overrides"), f"{where}.{key}"),
+        out.append(Axis(str(key), str(spec.get("label", key)), override_list(spec.get("overrides"), f"{where}.{key}"),
                         sweep, None if missing is None else str(missing), metrics))
     return tuple(out)
 
@@ -345,99 +275,10 @@ def _x_axis(node: Any, where: str) -> XAxis | None:
     if not isinstance(node, dict) or not node.get("param") or not node.get("values"):
         raise ConfigError(f"{where}.x: needs {{param, values, label, names}}, got {node!r}")
     values = tuple(node["values"])
-    names = tuple(str(n) for n in node.get("names") or [_str(v) for v in values])
+    names = tuple(str(n) for n in node.get("names") or [show(v) for v in values])
     if len(names) != len(values):
         raise ConfigError(f"{where}.x: {len(names)} names for {len(values)} values")
     return XAxis(str(node["param"]), str(node.get("label", node["param"])), values, names)
-
-
-def _correlation(node: Any, layout: set[str], where: str) -> Correlation | None:
-    if node is None:
-        return None
-    where = f"{where}.correlation"
-    if not isinstance(node, dict) or set(node) != {"mix", "target", "lambdas"}:
-        raise ConfigError(f"{where}: needs {{mix: [a, b], target, lambdas: {{start, stop, step}}}}, got {node!r}")
-    mix, target, lam = node["mix"], str(node["target"]), node["lambdas"] or {}
-    if isinstance(mix, str) or len(mix) != 2:
-        raise ConfigError(f"{where}.mix: two layout metric keys, got {mix!r}")
-    unknown = {str(k) for k in (*mix, target)} - layout
-    if unknown:
-        raise ConfigError(f"{where}: {sorted(unknown)} are not layout metrics ({sorted(layout)})")
-    try:
-        start, stop, step = float(lam["start"]), float(lam["stop"]), float(lam["step"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"{where}.lambdas: needs numbers start, stop, step; got {lam!r}") from e
-    if step <= 0 or stop < start:
-        raise ConfigError(f"{where}.lambdas: needs step > 0 and stop >= start; got {lam!r}")
-    n = int(round((stop - start) / step))
-    return Correlation((str(mix[0]), str(mix[1])), target, tuple(round(start + i * step, 10) for i in range(n + 1)))
-
-
-def _series(node: Any, where: str) -> Series | None:
-    if node is None:
-        return None
-    where = f"{where}.series"
-    lines = node.get("lines") if isinstance(node, dict) else None
-    if not isinstance(node, dict) or set(node) - {"label", "y_label", "lines"} or not isinstance(lines, dict) \
-            or not lines or not all(isinstance(v, dict) and v.get("series") for v in lines.values()):
-        raise ConfigError(f"{where}: needs {{label, y_label, lines: {{key: {{series, label}}}}}}, got {node!r}")
-    return Series(str(node.get("label", "chunk index")), str(node.get("y_label", "")),
-                  tuple(SeriesLine(str(k), str(v["series"]), str(v.get("label", k))) for k, v in lines.items()))
-
-
-def _pairwise_fields(node: dict, where: str) -> dict[str, Any]:
-    """The typed fields of a ``pairwise`` mapping (or a scale's replacement of some)."""
-    out: dict[str, Any] = {}
-    if "judge" in node:
-        out["judge"] = _overrides(node["judge"], f"{where}.judge")
-        if not out["judge"]:
-            raise ConfigError(f"{where}.judge: the Hydra overrides composing the judge's llm, e.g. [llm=openai, "
-                              f"llm.model=gpt-4]; got none")
-    try:
-        for key, kind in (("max_tokens", int), ("retries", int), ("seed", int), ("temperature", float)):
-            if key in node:
-                out[key] = kind(node[key])
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{where}: max_tokens, retries, seed are integers, temperature a number; {e}") from e
-    if out.get("max_tokens", 1) < 1 or out.get("retries", 0) < 0 or out.get("temperature", 0.0) < 0:
-        raise ConfigError(f"{where}: needs max_tokens >= 1, retries >= 0, temperature >= 0; got {node!r}")
-    if "label" in node:
-        out["label"] = str(node["label"])
-    return out
-
-
-def _pairwise(node: Any, rows: tuple[Axis, ...], scales: dict[str, Any], where: str) -> Pairwise | None:
-    if node is None:
-        stray = [scale for scale, at in scales.items() if at.get("pairwise") is not None]
-        if stray:
-            raise ConfigError(f"{where}.scale.{stray[0]}.pairwise: the table has no pairwise block to change")
-        return None
-    outer, where = where, f"{where}.pairwise"
-    if not isinstance(node, dict) or set(node) - PAIRWISE_KEYS or not {"a", "b", "judge"} <= set(node):
-        raise ConfigError(f"{where}: needs {{a: row, b: row, judge: [overrides]}} (optional: "
-                          f"{', '.join(sorted(PAIRWISE_KEYS - {'a', 'b', 'judge'}))}), got {node!r}")
-    by_key = {r.key: r for r in rows}
-    for side in ("a", "b"):
-        row = by_key.get(str(node[side]))
-        if row is None:
-            raise ConfigError(f"{where}.{side}: {node[side]!r} is not a row ({', '.join(by_key)})")
-        if row.missing or row.sweep:
-            raise ConfigError(f"{where}.{side}: row {row.key!r} must be one run per grid point "
-                              f"({'missing' if row.missing else 'swept'})")
-    if str(node["a"]) == str(node["b"]):
-        raise ConfigError(f"{where}: a and b are the same row {node['a']!r}")
-    outcomes = node.get("outcomes", list(OUTCOME_KINDS))
-    if isinstance(outcomes, str) or not outcomes or set(map(str, outcomes)) - set(OUTCOME_KINDS):
-        raise ConfigError(f"{where}.outcomes: a list of {' | '.join(OUTCOME_KINDS)}, got {outcomes!r}")
-    for scale, at in scales.items():
-        sub = at.get("pairwise")
-        if sub is not None and (not isinstance(sub, dict) or set(sub) - PAIRWISE_SCALE_KEYS):
-            raise ConfigError(f"{outer}.scale.{scale}.pairwise: may replace "
-                              f"{', '.join(sorted(PAIRWISE_SCALE_KEYS))}; got {sub!r}")
-        if sub:
-            _pairwise_fields(sub, f"{outer}.scale.{scale}.pairwise")
-    return Pairwise(str(node["a"]), str(node["b"]), outcomes=tuple(str(o) for o in outcomes),
-                    **_pairwise_fields(node, where))
 
 
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
@@ -459,7 +300,7 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     if set(scales) - set(SCALES):
         raise ConfigError(f"{where}.scale: scales are {', '.join(SCALES)}, got {sorted(scales)}")
     select = str(raw.get("sweep_select", "mean"))
-    select_by = _overrides(raw.get("select_by"), f"{where}.select_by")
+    select_by = override_list(raw.get("select_by"), f"{where}.select_by")
     if select_by and select != "best_group":
         raise ConfigError(f"{where}.select_by: only with sweep_select: best_group")
     if select not in SWEEP_SELECT:
@@ -474,14 +315,14 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
             if unknown_keys:
                 raise ConfigError(f"{where}.{kind}.{key}.metrics: {sorted(unknown_keys)} are not layout metrics "
                                   f"({sorted(layout)})")
-    rows, series = _axes(raw["rows"], f"{where}.rows"), _series(raw.get("series"), where)
+    rows, series = _axes(raw["rows"], f"{where}.rows"), parse_series(raw.get("series"), where)
     if series and (raw.get("x") is not None or any(r.sweep for r in rows)):
         raise ConfigError(f"{where}.series: a panel plots one run, so no x axis and no swept row")
     return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
-                     _overrides(raw.get("shared"), f"{where}.shared"), rows,
+                     override_list(raw.get("shared"), f"{where}.shared"), rows,
                      _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where),
-                     select, select_by, spread, _correlation(raw.get("correlation"), layout, where), series,
-                     _pairwise(raw.get("pairwise"), rows, scales, where))
+                     select, select_by, spread, parse_correlation(raw.get("correlation"), layout, where), series,
+                     parse_pairwise(raw.get("pairwise"), rows, scales, where))
 
 
 def all_specs() -> list[TableSpec]:

@@ -1,0 +1,176 @@
+"""The optional figure blocks of a table file (their format: :mod:`harness.report.tables.spec`):
+``correlation`` (QChunker's Figure 2), ``series`` (QChunker's Figure 3) and ``pairwise``
+(MC-indexing's Figure 3), each a typed value parsed and checked for its shape; and the override
+lists every block of a table file shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.types import ConfigError
+
+if TYPE_CHECKING:
+    from harness.report.tables.spec import Axis
+
+OUTCOME_KINDS = ("score", "round")   # score-based | round-based (harness.report.judge)
+OUTCOMES = ("win", "tie", "loss")   # from row a's side
+PAIRWISE_KEYS = {"a", "b", "judge", "outcomes", "label", "max_tokens", "temperature", "retries", "seed"}
+PAIRWISE_SCALE_KEYS = PAIRWISE_KEYS - {"a", "b", "outcomes"}
+
+
+def show(value: Any) -> str:
+    return "null" if value is None else str(value)
+
+
+def override_list(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: must be a list of Hydra overrides (strings), got {value!r}")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """Pearson r across rows between ``λ·mix[0] + (1-λ)·mix[1]`` and ``target`` (layout keys)."""
+
+    mix: tuple[str, str]
+    target: str
+    lambdas: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SeriesLine:
+    key: str
+    series: str   # the per-document series key of a document metric
+    label: str
+
+
+@dataclass(frozen=True)
+class Series:
+    """Per-chunk lines from each run's ``per_document.jsonl``: x = the chunk's index in the run."""
+
+    label: str
+    y_label: str
+    lines: tuple[SeriesLine, ...]
+
+
+@dataclass(frozen=True)
+class PairColumn:
+    """One column of the pairwise layout: a rate of one outcome kind (at one x value)."""
+
+    key: str          # "<kind>/<outcome>" or "<kind>/<outcome>@<x value>"
+    label: str
+    kind: str         # score | round
+    outcome: str      # win | tie | loss
+    x: str | None = None
+    x_name: str = ""
+
+
+@dataclass(frozen=True)
+class Pairwise:
+    """Row ``a``'s answers judged against row ``b``'s (win = a better), per group and x value."""
+
+    a: str
+    b: str
+    judge: tuple[str, ...]            # Hydra overrides composing the judge's ``llm``
+    outcomes: tuple[str, ...] = OUTCOME_KINDS
+    label: str = ""                   # the judge as the caption names it
+    max_tokens: int = 512
+    temperature: float = 0.0
+    retries: int = 2
+    seed: int = 0
+
+    def run_key(self, group: str, x_point: str | None) -> str:
+        """The judged pair's ``table.run`` tag: ``a~b|group[|param=value]``."""
+        return "|".join((f"{self.a}~{self.b}", group, *((x_point,) if x_point else ())))
+
+
+def parse_correlation(node: Any, layout: set[str], where: str) -> Correlation | None:
+    if node is None:
+        return None
+    where = f"{where}.correlation"
+    if not isinstance(node, dict) or set(node) != {"mix", "target", "lambdas"}:
+        raise ConfigError(f"{where}: needs {{mix: [a, b], target, lambdas: {{start, stop, step}}}}, got {node!r}")
+    mix, target, lam = node["mix"], str(node["target"]), node["lambdas"] or {}
+    if isinstance(mix, str) or len(mix) != 2:
+        raise ConfigError(f"{where}.mix: two layout metric keys, got {mix!r}")
+    unknown = {str(k) for k in (*mix, target)} - layout
+    if unknown:
+        raise ConfigError(f"{where}: {sorted(unknown)} are not layout metrics ({sorted(layout)})")
+    try:
+        start, stop, step = float(lam["start"]), float(lam["stop"]), float(lam["step"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"{where}.lambdas: needs numbers start, stop, step; got {lam!r}") from e
+    if step <= 0 or stop < start:
+        raise ConfigError(f"{where}.lambdas: needs step > 0 and stop >= start; got {lam!r}")
+    n = int(round((stop - start) / step))
+    return Correlation((str(mix[0]), str(mix[1])), target, tuple(round(start + i * step, 10) for i in range(n + 1)))
+
+
+def parse_series(node: Any, where: str) -> Series | None:
+    if node is None:
+        return None
+    where = f"{where}.series"
+    lines = node.get("lines") if isinstance(node, dict) else None
+    if not isinstance(node, dict) or set(node) - {"label", "y_label", "lines"} or not isinstance(lines, dict) \
+            or not lines or not all(isinstance(v, dict) and v.get("series") for v in lines.values()):
+        raise ConfigError(f"{where}: needs {{label, y_label, lines: {{key: {{series, label}}}}}}, got {node!r}")
+    return Series(str(node.get("label", "chunk index")), str(node.get("y_label", "")),
+                  tuple(SeriesLine(str(k), str(v["series"]), str(v.get("label", k))) for k, v in lines.items()))
+
+
+def pairwise_fields(node: dict, where: str) -> dict[str, Any]:
+    """The typed fields of a ``pairwise`` mapping (or a scale's replacement of some)."""
+    out: dict[str, Any] = {}
+    if "judge" in node:
+        out["judge"] = override_list(node["judge"], f"{where}.judge")
+        if not out["judge"]:
+            raise ConfigError(f"{where}.judge: the Hydra overrides composing the judge's llm, e.g. [llm=openai, "
+                              f"llm.model=gpt-4]; got none")
+    try:
+        for key, kind in (("max_tokens", int), ("retries", int), ("seed", int), ("temperature", float)):
+            if key in node:
+                out[key] = kind(node[key])
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: max_tokens, retries, seed are integers, temperature a number; {e}") from e
+    if out.get("max_tokens", 1) < 1 or out.get("retries", 0) < 0 or out.get("temperature", 0.0) < 0:
+        raise ConfigError(f"{where}: needs max_tokens >= 1, retries >= 0, temperature >= 0; got {node!r}")
+    if "label" in node:
+        out["label"] = str(node["label"])
+    return out
+
+
+def parse_pairwise(node: Any, rows: tuple[Axis, ...], scales: dict[str, Any], where: str) -> Pairwise | None:
+    if node is None:
+        stray = [scale for scale, at in scales.items() if at.get("pairwise") is not None]
+        if stray:
+            raise ConfigError(f"{where}.scale.{stray[0]}.pairwise: the table has no pairwise block to change")
+        return None
+    outer, where = where, f"{where}.pairwise"
+    if not isinstance(node, dict) or set(node) - PAIRWISE_KEYS or not {"a", "b", "judge"} <= set(node):
+        raise ConfigError(f"{where}: needs {{a: row, b: row, judge: [overrides]}} (optional: "
+                          f"{', '.join(sorted(PAIRWISE_KEYS - {'a', 'b', 'judge'}))}), got {node!r}")
+    by_key = {r.key: r for r in rows}
+    for side in ("a", "b"):
+        row = by_key.get(str(node[side]))
+        if row is None:
+            raise ConfigError(f"{where}.{side}: {node[side]!r} is not a row ({', '.join(by_key)})")
+        if row.missing or row.sweep:
+            raise ConfigError(f"{where}.{side}: row {row.key!r} must be one run per grid point "
+                              f"({'missing' if row.missing else 'swept'})")
+    if str(node["a"]) == str(node["b"]):
+        raise ConfigError(f"{where}: a and b are the same row {node['a']!r}")
+    outcomes = node.get("outcomes", list(OUTCOME_KINDS))
+    if isinstance(outcomes, str) or not outcomes or set(map(str, outcomes)) - set(OUTCOME_KINDS):
+        raise ConfigError(f"{where}.outcomes: a list of {' | '.join(OUTCOME_KINDS)}, got {outcomes!r}")
+    for scale, at in scales.items():
+        sub = at.get("pairwise")
+        if sub is not None and (not isinstance(sub, dict) or set(sub) - PAIRWISE_SCALE_KEYS):
+            raise ConfigError(f"{outer}.scale.{scale}.pairwise: may replace "
+                              f"{', '.join(sorted(PAIRWISE_SCALE_KEYS))}; got {sub!r}")
+        if sub:
+            pairwise_fields(sub, f"{outer}.scale.{scale}.pairwise")
+    return Pairwise(str(node["a"]), str(node["b"]), outcomes=tuple(str(o) for o in outcomes),
+                    **pairwise_fields(node, where))
