@@ -66,7 +66,8 @@ def _number(name: str, value: Any, low: float, high: float, low_open: bool = Fal
 
 class QChunker(LLMChunker):
     def __init__(self, llm: LLM, embedder: Any = None, n_samples: int = 1, temperature: float = 0.1,
-                 top_p: float = 0.1, max_tokens: int = 2048, seed: int = 0, lam: float = 0.3, alpha: float = 1e-3,
+                 top_p: float = 0.1, max_tokens: int = 2048, seed: int = 0, repetition_penalty: float = 1.05,
+                 lam: float = 0.3, alpha: float = 1e-3,
                  knowledge_completion: bool = True, judge_max_tokens: int = 8, rewrite_max_tokens: int = 2048,
                  question_view: bool = False, fallback_size: int = 178, batch_size: int = 8):
         super().__init__(llm)
@@ -84,9 +85,11 @@ class QChunker(LLMChunker):
         temperature = _number("temperature", temperature, 0, 2)
         top_p = _number("top_p", top_p, 0, 1, low_open=True)
         self.n_samples, self.seed, self.batch_size = n_samples, seed, batch_size
-        self.sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        self.sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
+                                 repetition_penalty=repetition_penalty)
         self.judge_sampling = Sampling(max_tokens=judge_max_tokens)
-        self.rewrite_sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=rewrite_max_tokens, seed=seed)
+        self.rewrite_sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=rewrite_max_tokens, seed=seed,
+                                         repetition_penalty=repetition_penalty)
         self.knowledge_completion, self.question_view = knowledge_completion, question_view
         # ChunkScore itself validates lam, alpha and the embedder (ConfigError naming them)
         self.chunkscore = ChunkScore(embedder, llm, lam, alpha) if embedder is not None else None

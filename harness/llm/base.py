@@ -52,6 +52,7 @@ class Sampling:
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int = 0
+    repetition_penalty: float = 1.0  # > 1 discourages repeats (vLLM / transformers semantics); 1 = off
 
     def __post_init__(self):
         if self.max_tokens <= 0:
@@ -60,7 +61,17 @@ class Sampling:
             raise ConfigError(f"sampling temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"sampling top_p must be in (0, 1], got {self.top_p}")
+        if self.repetition_penalty <= 0:
+            raise ConfigError(f"sampling repetition_penalty must be > 0, got {self.repetition_penalty}")
         object.__setattr__(self, "stop", tuple(self.stop))
+
+    def key(self) -> dict:
+        """The parameters as they enter the LLM-call cache key; a field added after the cache had
+        entries is left out at its neutral value, so those entries stay valid."""
+        params = asdict(self)
+        if params["repetition_penalty"] == 1.0:
+            del params["repetition_penalty"]
+        return params
 
     @property
     def greedy(self) -> bool:
@@ -105,14 +116,14 @@ class LLM(ABC):
 
     def generate(self, prompts: Sequence[str], sampling: Sampling | None = None, desc: str = "generate") -> list[str]:
         sampling = sampling or Sampling()
-        return self._cached("generate", list(prompts), asdict(sampling),
+        return self._cached("generate", list(prompts), sampling.key(),
                             lambda batch: self._generate(batch, sampling), desc)
 
     def chat(self, conversations: Sequence[Sequence[Message]], sampling: Sampling | None = None,
              desc: str = "chat") -> list[str]:
         sampling = sampling or Sampling()
         convs = [[dict(m) for m in c] for c in conversations]
-        return self._cached("chat", convs, asdict(sampling), lambda batch: self._chat(batch, sampling), desc)
+        return self._cached("chat", convs, sampling.key(), lambda batch: self._chat(batch, sampling), desc)
 
     def logprobs(self, prompts: Sequence[str], continuations: Sequence[str], desc: str = "score") -> list[list[float]]:
         if len(prompts) != len(continuations):

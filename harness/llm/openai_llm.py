@@ -82,8 +82,11 @@ class OpenAILLM(LLM):
                            f"{self.served_model!r}: {e.message}") from e
 
     def _sampling(self, s: Sampling) -> dict[str, Any]:
-        return dict(model=self.served_model, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
-                    stop=list(s.stop) or None, seed=s.seed)
+        out = dict(model=self.served_model, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
+                   stop=list(s.stop) or None, seed=s.seed)
+        if s.repetition_penalty != 1.0:  # not in the OpenAI API; vLLM's and llama.cpp's servers read it
+            out["extra_body"] = {"repetition_penalty": s.repetition_penalty}
+        return out
 
     def _count_usage(self, resp) -> None:
         if resp.usage is not None:

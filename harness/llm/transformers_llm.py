@@ -79,6 +79,8 @@ class TransformersLLM(LLM):
         input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in ids], device=self.device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in ids], device=self.device)
         kwargs = dict(max_new_tokens=sampling.max_tokens, pad_token_id=pad, do_sample=not sampling.greedy)
+        if sampling.repetition_penalty != 1.0:
+            kwargs.update(repetition_penalty=sampling.repetition_penalty)
         if not sampling.greedy:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p)
             torch.manual_seed(sampling.seed)

@@ -57,7 +57,8 @@ class VLLM(LLM):
         from vllm import SamplingParams
 
         return SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-                              stop=list(sampling.stop) or None, seed=sampling.seed, **extra)
+                              stop=list(sampling.stop) or None, seed=sampling.seed,
+                              repetition_penalty=sampling.repetition_penalty, **extra)
 
     def _texts(self, outputs) -> list[str]:
         for o in outputs:

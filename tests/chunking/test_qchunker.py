@@ -131,6 +131,18 @@ def test_prompts_and_chunks_with_completion():
     assert chunker.take_counts("d") == {"segment_calls": 1, "candidates": 1, "judge_calls": 3, "rewrites": 1}
 
 
+def test_segmenter_and_rewriter_use_the_codes_repetition_penalty(make_cfg):
+    """The authors' vLLM SamplingParams: repetition_penalty=1.05 for segmentation and rewriting;
+    the review is a classifier in their code (greedy here, no penalty)."""
+    llm = script(judge="是")
+    seen = []
+    chat = llm._chat
+    llm._chat = lambda convs, sampling: seen.append(sampling.repetition_penalty) or chat(convs, sampling)
+    QChunker(llm).chunk([DOC])
+    assert seen == [1.05, 1.0, 1.05]  # segment, review (one batch), rewrite (one batch)
+    assert make_cfg("chunker=qchunker").chunker.repetition_penalty == 1.05
+
+
 def test_without_m_ref_only_segments():
     llm = script(judge="是")
     chunks = QChunker(llm, knowledge_completion=False).chunk([DOC])[0]

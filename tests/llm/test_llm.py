@@ -81,8 +81,22 @@ def test_logprobs_needs_one_continuation_per_prompt():
         ScriptedLLM().logprobs(["a", "b"], ["c"])
 
 
+def test_repetition_penalty_enters_the_key_only_when_set(tmp_path):
+    """A neutral penalty keeps the keys of calls cached before the field existed."""
+    from dataclasses import asdict
+
+    assert Sampling().key() == {k: v for k, v in asdict(Sampling()).items() if k != "repetition_penalty"}
+    assert Sampling(repetition_penalty=1.05).key()["repetition_penalty"] == 1.05
+    llm = ScriptedLLM(reply=lambda p: "plain")
+    llm.cache = Cache(tmp_path)
+    assert llm.generate(["q"]) == ["plain"]
+    llm.reply = lambda p: "penalised"
+    assert llm.generate(["q"], Sampling(repetition_penalty=1.05)) == ["penalised"]  # another entry
+    assert llm.generate(["q"], Sampling(repetition_penalty=1.0)) == ["plain"]
+
+
 @pytest.mark.parametrize("kwargs, name", [({"max_tokens": 0}, "max_tokens"), ({"temperature": -1}, "temperature"),
-                                          ({"top_p": 0}, "top_p")])
+                                          ({"top_p": 0}, "top_p"), ({"repetition_penalty": 0}, "repetition_penalty")])
 def test_sampling_rejects_bad_parameters(kwargs, name):
     with pytest.raises(ConfigError, match=name):
         Sampling(**kwargs)
@@ -282,6 +296,9 @@ def test_openai_client_retries_server_errors_then_answers(server, monkeypatch):
     body = server.requests[-1][1]
     assert body["max_tokens"] == 4 and body["stop"] == ["\n"] and body["temperature"] == 0.0
     assert llm.stats.prompt_tokens == 9 and llm.stats.generated_tokens == 6
+    assert "repetition_penalty" not in body  # not an OpenAI parameter: sent only when set
+    llm.generate(["abc"], Sampling(max_tokens=4, repetition_penalty=1.05))
+    assert server.requests[-1][1]["repetition_penalty"] == 1.05  # vLLM's server reads it from the body
 
 
 def test_openai_client_scores_token_ids_with_echo(server, monkeypatch):
@@ -318,6 +335,9 @@ def test_bundled_model_generates_and_scores(smollm):
                       Sampling(max_tokens=8))
     assert "Paris" in out[0]
     assert smollm.generate(["One, two, three,"], Sampling(max_tokens=12, stop=(" six",)))[0] == " four, five,"
+    loop = "red red red red red red red red"
+    plain, penalised = (smollm.generate([loop], Sampling(max_tokens=8, repetition_penalty=r))[0] for r in (1.0, 2.0))
+    assert plain.split().count("red") > penalised.split().count("red")  # the penalty reaches generate()
     eos = smollm.tokenizer.eos_token
     complete, cut = smollm.logprobs(["The cat sat on the mat.", "The cat sat on the"], [eos, eos])
     assert len(complete) == len(cut) == 1 and complete[0] > cut[0] + 5  # ending after a full sentence is likelier
