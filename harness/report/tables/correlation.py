@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harness.report.tables.figure import pyplot, save, write_with_csv
+
 if TYPE_CHECKING:
     from harness.report.tables.render import Rendered
 
@@ -93,11 +95,7 @@ def csv_text(t: Rendered) -> str:
 
 
 def plot(t: Rendered, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     corr, cs = t.spec.correlation, curves(t)
     fig, ax = plt.subplots(figsize=(6.5, 4.0))
     for i, (group, curve) in enumerate(cs.items()):
@@ -117,14 +115,9 @@ def plot(t: Rendered, path: Path) -> Path:
         ax.legend(fontsize=8)
     ax.set_title(textwrap.fill(f"{t.spec.id}: {t.spec.title} ({t.scale} scale)", 70), fontsize=9)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def write(t: Rendered, base: Path) -> list[Path]:
     """``<table>_correlation.csv`` (every λ) and ``<table>.png``."""
-    csv_path = base.with_name(base.name + "_correlation.csv")
-    csv_path.write_text(csv_text(t), encoding="utf-8")
-    return [csv_path, plot(t, base.with_suffix(".png"))]
+    return write_with_csv(t, base, "correlation", csv_text, plot)

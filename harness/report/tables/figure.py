@@ -11,6 +11,7 @@ from the MLflow record, like the md/csv/tex files.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,13 +19,35 @@ if TYPE_CHECKING:
     from harness.report.tables.render import Rendered
 
 
-def draw(t: Rendered):
-    """The figure (a matplotlib Figure; the caller closes it)."""
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (no display on a cluster node)."""
     import matplotlib
 
-    matplotlib.use("Agg")  # no display on a cluster node
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save(fig, path: Path) -> Path:
+    """``fig`` as a PNG at ``path`` (its folder made), then closed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
+    return path
+
+
+def write_with_csv(t: Rendered, base: Path, kind: str, csv_text: Callable[[Rendered], str],
+                   plot: Callable[[Rendered, Path], Path]) -> list[Path]:
+    """``<table>_<kind>.csv`` (what the figure plots) and ``<table>.png``."""
+    csv_path = base.with_name(f"{base.name}_{kind}.csv")
+    csv_path.write_text(csv_text(t), encoding="utf-8")
+    return [csv_path, plot(t, base.with_suffix(".png"))]
+
+
+def draw(t: Rendered):
+    """The figure (a matplotlib Figure; the caller closes it)."""
+    plt = pyplot()
     s = t.spec
     if s.series is not None:
         return draw_series(t, plt)
@@ -94,10 +117,4 @@ def draw_series(t: Rendered, plt):
 
 
 def plot(t: Rendered, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    fig = draw(t)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(draw(t), path)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.report.tables.figure import pyplot, save, write_with_csv
 from harness.report.tables.render import Cell, fmt, ours_text, recorded_runs
 from harness.report.tables.spec import GridRun, TableSpec
 from harness.report.tables.spec_blocks import OUTCOMES, Pairwise, show
@@ -254,11 +255,7 @@ COLOURS = {"win": "tab:green", "tie": "0.75", "loss": "tab:red"}
 
 def draw(t: Rendered):
     """Stacked bars, one per group: a's win, tie, b's win; a panel per outcome kind and x value."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     from harness.report.tables.render import short_label
 
     s, (a, b) = t.spec, names(t)
@@ -301,17 +298,9 @@ def draw(t: Rendered):
 
 
 def plot(t: Rendered, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    fig = draw(t)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(draw(t), path)
 
 
 def write(t: Rendered, base: Path) -> list[Path]:
     """``<table>_pairwise.csv`` and ``<table>.png`` (the stacked bars)."""
-    csv_path = base.with_name(base.name + "_pairwise.csv")
-    csv_path.write_text(csv_text(t), encoding="utf-8")
-    return [csv_path, plot(t, base.with_suffix(".png"))]
+    return write_with_csv(t, base, "pairwise", csv_text, plot)

@@ -23,6 +23,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.report.tables.figure import pyplot, save
+
 # The quality axis: the first of these that the dataset's runs record (higher is better).
 QUALITY = ("evidence_recall", "scope_recall_at_5", "doc_f1_at_5", "chunk_recall_at_5", "dcg_at_5")
 SETTING = ("retriever._target_", "embedder.model", "context._target_", "context.budget", "context.unit",
@@ -141,12 +143,7 @@ def csv_text(metric: str, setting: str, pts: list[Point]) -> str:
 
 
 def plot(dataset: str, metric: str, setting: str, pts: list[Point], path: Path, scale: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for p in pts:
         ax.scatter(max(p.seconds_per_doc, 1e-4), p.quality, color="C3" if p.pareto else "C0", zorder=3)
         ax.annotate(p.chunker, (max(p.seconds_per_doc, 1e-4), p.quality), fontsize=7, xytext=(3, 3),
@@ -161,8 +158,7 @@ def plot(dataset: str, metric: str, setting: str, pts: list[Point], path: Path, 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def write(uri: str, scale: str, out: Path) -> list[tuple[str, str, Path, int]]:
