@@ -29,8 +29,9 @@ def main(cfg: DictConfig) -> float | None:
     except (ConfigError, DataError) as e:
         print(f"chunkbench: error: {e}", file=sys.stderr)
         sys.exit(2)
-    choices = hydra_cfg.runtime.choices
-    name = "/".join(str(choices.get(g)) for g in ("dataset", "chunker", "retriever", "context"))
+    from harness.pipeline.naming import run_name
+
+    name = run_name(hydra_cfg.runtime.choices, hydra_cfg.overrides.task)
     title = f"{name} [scale={cfg.scale}]"
     if cfg.tracking.enabled:
         try:

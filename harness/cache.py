@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.secrets import is_secret_name
+
 
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -63,11 +65,11 @@ def open_cache(dir: str | os.PathLike) -> "Cache":
 
 
 def without_services(value: Any) -> Any:
-    """A config slice without its cache nodes: where the cache lives is no part of a result,
-    so it stays out of every cache key."""
+    """A config slice without its cache nodes and its secrets: where the cache lives and the
+    key a server takes are no part of a result, so they stay out of every cache key."""
     if isinstance(value, dict):
         return {k: without_services(v) for k, v in value.items()
-                if not (isinstance(v, dict) and v.get("_target_") == CACHE_TARGET)}
+                if not (isinstance(v, dict) and v.get("_target_") == CACHE_TARGET) and not is_secret_name(k)}
     if isinstance(value, list):
         return [without_services(v) for v in value]
     return value

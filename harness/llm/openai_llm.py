@@ -24,6 +24,7 @@ from typing import Any
 from harness.cache import Cache
 from harness.llm.base import LLM, LLMError, Message, Sampling
 from harness.llm.bundled import BUNDLED_ID, llm_path
+from harness.secrets import mask_text
 from harness.types import ConfigError
 
 
@@ -39,7 +40,8 @@ class OpenAILLM(LLM):
         super().__init__(BUNDLED_ID if model == "bundled" else model, batch_size, cache, dtype=dtype,
                          quantization=quantization)
         self.base_url, self.max_concurrency = base_url, max_concurrency
-        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers take any key
+        # Local servers take any key. Not in `identity`: rotating a key keeps the cache.
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.max_retries, self.timeout = max_retries, timeout
         self.model_name, self.served_model = model, served_model or model
         self.tokenizer_name = tokenizer or model
@@ -77,9 +79,9 @@ class OpenAILLM(LLM):
         except (APIConnectionError, APITimeoutError) as e:
             raise LLMError(f"llm=openai: no answer from {self.base_url} after {self.max_retries} retries "
                            f"({type(e).__name__}). Is the server running? e.g. `vllm serve <model>`") from e
-        except APIStatusError as e:
-            raise LLMError(f"llm=openai: {self.base_url} answered {e.status_code} for model "
-                           f"{self.served_model!r}: {e.message}") from e
+        except APIStatusError as e:  # a server may echo the key it was sent (401): masked, and not chained
+            raise LLMError(mask_text(f"llm=openai: {self.base_url} answered {e.status_code} for model "
+                                     f"{self.served_model!r}: {e.message}", {self.api_key})) from None
 
     def _sampling(self, s: Sampling) -> dict[str, Any]:
         out = dict(model=self.served_model, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,

@@ -10,6 +10,7 @@ embedded SQLite file (no server to start); ``tracking.uri=`` points a sweep at a
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from harness.pipeline.runner import RunResult
+from harness.secrets import MASK, is_secret_name, mask, mask_text, secret_values
 
 PACKAGES = ("chunkbench", "torch", "sentence-transformers", "transformers", "tokenizers", "faiss-cpu",
             "faiss-gpu", "bm25s", "scikit-learn", "sentencex", "jieba", "numpy", "hydra-core", "mlflow",
@@ -41,16 +43,68 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def git_state() -> dict[str, str]:
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
+def _git(repo: Path, *args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
-    return {"git_sha": git("rev-parse", "HEAD") or "unknown",
-            "git_dirty": str(bool(git("status", "--porcelain", "--untracked-files=no")))}
+
+def git_state(repo: Path = REPO) -> dict[str, str]:
+    """The commit and whether the tree differs from it: changed tracked files or untracked
+    (not ignored) ones -- a user's new chunker module is untracked code the run used."""
+    return {"git_sha": _git(repo, "rev-parse", "HEAD").strip() or "unknown",
+            "git_dirty": str(bool(_git(repo, "status", "--porcelain").strip()))}
+
+
+PATCH_FILE_CAP = 256 * 1024  # bytes of one untracked file in the patch
+PATCH_TOTAL_CAP = 4 * 1024 * 1024  # bytes of untracked files in all
+# Untracked files that may hold credentials stay out of the patch (a .env beside the code).
+CREDENTIAL_FILES = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", ".netrc", "*credentials*",
+                    "*secret*", ".pypirc")
+
+
+def _new_file_diff(path: str, text: str) -> str:
+    """``text`` as git's diff of a new file (``git apply`` takes it)."""
+    lines = text.splitlines(keepends=True)
+    head = f"diff --git a/{path} b/{path}\nnew file mode 100644\n"
+    if not lines:
+        return head
+    body = "".join("+" + line for line in lines)
+    if not body.endswith("\n"):
+        body += "\n\\ No newline at end of file\n"
+    return f"{head}--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
+
+
+def git_patch(repo: Path = REPO, secrets: set[str] | None = None) -> str | None:
+    """What the run's code has beyond its commit, or None when nothing: ``git diff HEAD`` of the
+    tracked files, then each untracked (not ignored) text file as a new-file diff; binary,
+    oversized and credential-like files are named in a header instead, and secret values are
+    masked."""
+    if not _git(repo, "status", "--porcelain").strip():
+        return None
+    tracked = _git(repo, "diff", "HEAD", "--no-color", "--no-ext-diff")
+    parts, left_out, total = [], [], 0
+    for rel in filter(None, _git(repo, "ls-files", "--others", "--exclude-standard", "-z").split("\0")):
+        path = repo / rel
+        size = path.stat().st_size if path.is_file() else -1
+        if size < 0:
+            continue
+        if any(fnmatch.fnmatch(path.name, pat) for pat in CREDENTIAL_FILES):
+            left_out.append(f"{rel} (may hold credentials)")
+        elif size > PATCH_FILE_CAP or total + size > PATCH_TOTAL_CAP:
+            left_out.append(f"{rel} ({size} bytes: over the {PATCH_FILE_CAP} per file / {PATCH_TOTAL_CAP} in all cap)")
+        else:
+            data = path.read_bytes()
+            try:
+                if b"\0" in data:
+                    raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
+                parts.append(_new_file_diff(rel, data.decode("utf-8")))
+                total += size
+            except UnicodeDecodeError:
+                left_out.append(f"{rel} (binary)")
+    header = "".join(f"# untracked, left out: {x}\n" for x in left_out)
+    return mask_text(header + tracked + "".join(parts), secrets or set())
 
 
 def device() -> str:
@@ -68,10 +122,12 @@ def device() -> str:
 
 
 def flatten(d: Any, prefix: str = "") -> dict[str, str]:
+    """Dotted params; a secret-named key's value is ``***`` (:mod:`harness.secrets`)."""
     if isinstance(d, dict):
         out = {}
         for k, v in d.items():
-            out.update(flatten(v, f"{prefix}{k}."))
+            secret = is_secret_name(k) and v is not None and not isinstance(v, (dict, list))
+            out.update(flatten(MASK if secret else v, f"{prefix}{k}."))
         return out
     return {prefix[:-1]: str(d)[:6000]}
 
@@ -102,8 +158,9 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, s
     with store_lock(uri):
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
-        with mlflow.start_run(run_name=run_name) as run:
-            resolved = OmegaConf.to_container(cfg, resolve=True)
+        secrets = secret_values(cfg)
+        with mlflow.start_run(run_name=mask_text(run_name, secrets)) as run:
+            resolved = mask(OmegaConf.to_container(cfg, resolve=True), secrets)  # keys as ***, everywhere
             params = flatten({k: v for k, v in resolved.items() if k != "hydra"})
             items = list(params.items())
             for i in range(0, len(items), 100):
@@ -117,8 +174,11 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, s
             tags.update({f"stage/{k}": v for k, v in result.stages.items()})
             tags.update({f"cache/{k}": f"{v['hits']} hits, {v['misses']} misses"
                          for k, v in result.cache_counts.items()})
-            mlflow.set_tags(tags)
+            mlflow.set_tags({k: mask_text(str(v), secrets) for k, v in tags.items()})
             mlflow.log_dict(resolved, "config.json")
+            patch = git_patch(secrets=secrets) if tags["git_dirty"] == "True" else None
+            if patch:  # the tracked changes and the untracked files the run's code may have used
+                mlflow.log_text(patch, "git_diff.patch")
             mlflow.log_dict(result.dataset_report, "dataset_report.json")
             mlflow.log_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_query),
                             "per_query.jsonl")
@@ -137,10 +197,12 @@ def log_failure(cfg: DictConfig, run_name: str, error: str, tags: dict[str, str]
     with store_lock(uri):
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
-        run = mlflow.start_run(run_name=run_name)
+        secrets = secret_values(cfg)
+        run = mlflow.start_run(run_name=mask_text(run_name, secrets))
         try:
-            mlflow.set_tags({"scale": cfg.scale, "experiment": cfg.experiment_name, "error": error[:4000],
-                             **git_state(), **(tags or {})})
+            tags = {"scale": cfg.scale, "experiment": cfg.experiment_name, "error": error[:4000],
+                    **git_state(), **(tags or {})}
+            mlflow.set_tags({k: mask_text(str(v), secrets) for k, v in tags.items()})
         finally:
             mlflow.end_run(status="FAILED")
         return run.info.run_id

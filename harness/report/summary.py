@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.pipeline.runner import RunResult
@@ -18,15 +19,23 @@ SECTIONS = {
 }
 
 
-def _fmt(v: float) -> str:
+COUNTS = ("n_docs", "n_chunks", "n_nodes", "n_queries", "context_merges_total")  # and chunker_*: repairs, calls
+
+
+def is_count(name: str, v: float) -> bool:
+    return isinstance(v, int) or name in COUNTS or name.startswith("chunker_")
+
+
+def _fmt(v: float, count: bool = False) -> str:
+    """A count as an integer (``0``, not ``0.0000``); a score with four decimals."""
     if isinstance(v, float) and math.isnan(v):
         return "n/a"
-    return f"{v:,.0f}" if float(v).is_integer() and abs(v) >= 1 else f"{v:.4f}"
+    return f"{v:,.0f}" if count or (float(v).is_integer() and abs(v) >= 1) else f"{v:.4f}"
 
 
 def summary_table(result: RunResult, title: str) -> Table:
     m = result.metrics
-    table = Table(title=title, show_lines=False)
+    table = Table(title=escape(title), show_lines=False)  # `[scale=smoke]` is text, not rich markup
     table.add_column("section", style="dim")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -47,10 +56,12 @@ def summary_table(result: RunResult, title: str) -> Table:
                 ci = (f"{_fmt(m[f'{name}/ci95_low'])}–{_fmt(m[f'{name}/ci95_high'])}"
                       if f"{name}/ci95_low" in m else "")
                 std = _fmt(m[f"{name}/std"]) if f"{name}/std" in m else ""
-                table.add_row(section, name, _fmt(m[name]), ci, std, "" if n is None else f"{int(n)}")
+                table.add_row(section, name, _fmt(m[name], is_count(name, m[name])), ci, std,
+                              "" if n is None else f"{int(n)}")
     for key in sorted(result.dataset_report):
         if key.startswith("evidence_"):
-            table.add_row("data", key, _fmt(result.dataset_report[key]), "", "", "")
+            v = result.dataset_report[key]
+            table.add_row("data", key, _fmt(v, is_count(key, v)), "", "", "")
     stages = ", ".join(f"{k}={v}" for k, v in result.stages.items())
     table.caption = f"stages: {stages}"
     return table

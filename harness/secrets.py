@@ -1,0 +1,125 @@
+"""What is secret in a run's config, and the mask that keeps it out of every record.
+
+A secret is the value of a config key named like one (``api_key``, ``token``, ``secret``,
+``password``...), a value given to such a key on the command line, the value of an environment
+variable named like one (``OPENAI_API_KEY``, ``HF_TOKEN``), and the password of a URL
+(``https://user:pass@host``). The run record (MLflow params, tags, artifacts), the files Hydra
+saves (:class:`MaskSecrets`, a Hydra callback), the run's name and the errors a backend
+reports show ``***`` in their place. Secrets are no part of a cache key either
+(:func:`harness.cache.without_services`): rotating a key keeps the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+MASK = "***"
+# Whole name or its last `_` part: api_key, openai_api_key, hf_token, password -- not max_tokens,
+# tokenizer or passages.
+_SECRET_NAME = re.compile(r"(^|[_.-])(api_?key|access_?key|secret(_?key)?|token|password|passwd|credentials?)$",
+                          re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^/\s@]+@")
+MIN_LENGTH = 6  # shorter values (a local server's "EMPTY"...) are not masked inside other text
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(str(name)))
+
+
+def _walk(value: Any, path: str = ""):
+    """(dotted path, leaf) of every leaf under a secret-named key."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            p = f"{path}.{k}" if path else str(k)
+            if is_secret_name(k) and not isinstance(v, (Mapping, list)):
+                yield p, v
+            else:
+                yield from _walk(v, p)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _walk(v, f"{path}[{i}]")
+
+
+def secret_values(cfg: Any = None, overrides: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> set[str]:
+    """Every secret string a record of ``cfg`` could contain: the values under secret-named keys
+    (resolved where they are interpolations such as ``${oc.env:OPENAI_API_KEY}``), the values
+    of secret-named ``overrides`` (``llm.api_key=sk-...``), and those of the secret-named
+    environment variables."""
+    found: set[str] = set()
+    if isinstance(cfg, (DictConfig, ListConfig)):
+        for path, raw in _walk(OmegaConf.to_container(cfg, resolve=False)):
+            found.add(str(raw))
+            try:
+                found.add(str(OmegaConf.select(cfg, path, throw_on_missing=False)))
+            except Exception:  # an interpolation that does not resolve here: its raw text is kept above
+                pass
+    elif cfg is not None:
+        found.update(str(v) for _, v in _walk(cfg))
+    for o in overrides:
+        key, sep, value = str(o).partition("=")
+        if sep and is_secret_name(key.lstrip("+~").split("@")[0].rsplit(".", 1)[-1]):
+            found.add(value.strip("'\""))
+    env = os.environ if environ is None else environ
+    found.update(v for k, v in env.items() if is_secret_name(k))
+    # Interpolations and placeholders are no secret; short values would mask ordinary words.
+    return {v for v in found if len(v) >= MIN_LENGTH and v != MASK and not v.startswith("${")}
+
+
+def mask_text(text: str, values: Iterable[str]) -> str:
+    """``text`` with every secret value and every URL password replaced by ``***``."""
+    for v in sorted(values, key=len, reverse=True):  # a key that contains another is masked whole
+        text = text.replace(v, MASK)
+    return _URL_PASSWORD.sub(rf"\g<1>{MASK}@", text)
+
+
+def mask(value: Any, values: Iterable[str] = ()) -> Any:
+    """A plain container (``OmegaConf.to_container``) with secret-named keys' values replaced
+    by ``***`` (None stays None: it says no key was given) and secret values masked in every
+    string."""
+    values = set(values)
+    if isinstance(value, Mapping):
+        return {k: (MASK if is_secret_name(k) and v is not None and not isinstance(v, (Mapping, list))
+                    else mask(v, values)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask(v, values) for v in value]
+    if isinstance(value, str):
+        return mask_text(value, values)
+    return value
+
+
+def mask_yaml_file(path: Path, values: Iterable[str]) -> None:
+    """Rewrite a YAML file Hydra saved (config, overrides, hydra, multirun) with secrets masked;
+    written under a temporary name and renamed, so that a kill leaves either file whole."""
+    if not path.is_file():
+        return
+    masked = mask(OmegaConf.to_container(OmegaConf.load(path), resolve=False), values)
+    tmp = path.with_name(f".{path.name}.masking")
+    OmegaConf.save(OmegaConf.create(masked), tmp)
+    os.replace(tmp, path)
+
+
+class MaskSecrets(Callback):
+    """Hydra callback (configs/config.yaml, ``hydra.callbacks.mask_secrets``): Hydra saves the
+    job's ``config.yaml``, ``hydra.yaml`` and ``overrides.yaml`` (and a sweep's
+    ``multirun.yaml``) before the job starts; this rewrites them with secrets masked."""
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        values = secret_values(config, config.hydra.overrides.task)
+        if config.hydra.output_subdir is not None:
+            saved = Path(config.hydra.runtime.output_dir) / str(config.hydra.output_subdir)
+            for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
+                mask_yaml_file(saved / name, values)
+        sweep = Path(str(config.hydra.sweep.dir)).absolute()
+        if sweep in Path(config.hydra.runtime.output_dir).parents:  # a sweep's job: the sweeper saved
+            mask_yaml_file(sweep / "multirun.yaml", values)        # multirun.yaml after on_multirun_start
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        mask_yaml_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml",
+                       secret_values(config, config.hydra.overrides.task))
