@@ -5,7 +5,7 @@ every other config group whose choice differs from ``configs/config.yaml``'s def
 (``responder=llm``, ``experiment=...``, ``profile=...``) and every value override
 (``chunker.size=400``, ``retriever.scope=corpus``, ``dataset.limit_queries=10``), so that runs
 with different settings never share a name. Where a run is stored and cached (``cache.*``,
-``tracking.*``, ``hydra.*``) is no part of its name, nor is a secret (``llm.api_key=``).
+``tracking=``/``tracking.*``, ``hydra.*``) is no part of its name, nor is a secret (``llm.api_key=``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def run_name(choices: Mapping[str, str | None], overrides: Sequence[str],
     defaults = default_choices() if defaults is None else defaults
     parts = ["/".join(str(choices.get(g)) for g in ALWAYS)]
     parts += [f"{g}={c}" for g, c in sorted(choices.items())
-              if g in defaults and g not in ALWAYS and c != defaults[g] and not g.startswith("hydra/")]
+              if g in defaults and g not in ALWAYS and g not in NOT_NAMED and c != defaults[g]]
     values = []
     for o in overrides:
         key, sep, _ = str(o).lstrip("+~").partition("=")

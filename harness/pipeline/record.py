@@ -60,8 +60,9 @@ def git_state(repo: Path = REPO) -> dict[str, str]:
 PATCH_FILE_CAP = 256 * 1024  # bytes of one untracked file in the patch
 PATCH_TOTAL_CAP = 4 * 1024 * 1024  # bytes of untracked files in all
 # Untracked files that may hold credentials stay out of the patch (a .env beside the code).
-CREDENTIAL_FILES = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", ".netrc", "*credentials*",
-                    "*secret*", ".pypirc")
+CREDENTIAL_FILES = (".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "id_rsa*", "id_ed25519*", ".netrc",
+                    ".pypirc", ".git-credentials", "credentials", "credentials.*", "secrets.yaml", "secrets.yml",
+                    "secrets.json", "secrets.toml")
 
 
 def _new_file_diff(path: str, text: str) -> str:
