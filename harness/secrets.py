@@ -11,6 +11,7 @@ reports show ``***`` in their place. Secrets are no part of a cache key either
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -105,13 +106,48 @@ def mask_yaml_file(path: Path, values: Iterable[str]) -> None:
     os.replace(tmp, path)
 
 
+_LOGGED: set[str] = set()  # the values log records are masked of (see mask_logs)
+
+
+def mask_logs(values: Iterable[str]) -> None:
+    """Mask ``values`` in every log record from now on, whichever logger and handler writes it
+    (Hydra's launcher logs each job's overrides, ``#0 : llm.api_key=...``, and reconfigures the
+    handlers before it does: a record factory outlives that)."""
+    values = set(values) - _LOGGED
+    if not values:
+        return
+    if not _LOGGED:  # the first secret: install the factory, once
+        make = logging.getLogRecordFactory()
+
+        def masked(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = make(*args, **kwargs)
+            try:
+                message = record.getMessage()
+            except Exception:  # a malformed record is the logging module's to report
+                return record
+            if any(v in message for v in _LOGGED):
+                record.msg, record.args = mask_text(message, _LOGGED), None
+            return record
+
+        logging.setLogRecordFactory(masked)
+    _LOGGED.update(values)
+
+
 class MaskSecrets(Callback):
-    """Hydra callback (configs/config.yaml, ``hydra.callbacks.mask_secrets``): Hydra saves the
-    job's ``config.yaml``, ``hydra.yaml`` and ``overrides.yaml`` (and a sweep's
-    ``multirun.yaml``) before the job starts; this rewrites them with secrets masked."""
+    """Hydra callback (configs/config.yaml, ``hydra.callbacks.mask_secrets``): masks secrets in
+    the log lines Hydra and the run write, and in the files Hydra saves before a job starts
+    (the job's ``config.yaml``, ``hydra.yaml`` and ``overrides.yaml``; a sweep's
+    ``multirun.yaml``), rewriting them."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        mask_logs(secret_values(config, config.hydra.overrides.task))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        mask_logs(secret_values(config, config.hydra.overrides.task))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         values = secret_values(config, config.hydra.overrides.task)
+        mask_logs(values)
         if config.hydra.output_subdir is not None:
             saved = Path(config.hydra.runtime.output_dir) / str(config.hydra.output_subdir)
             for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):

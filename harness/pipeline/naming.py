@@ -16,7 +16,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from harness.secrets import is_secret_name
+from harness.secrets import is_secret_name, mask_text, secret_values
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "config.yaml"
 ALWAYS = ("dataset", "chunker", "retriever", "context")
@@ -52,5 +52,5 @@ def run_name(choices: Mapping[str, str | None], overrides: Sequence[str],
         if any(is_secret_name(p) for p in path.split(".")):
             continue
         values.append(str(o).lstrip("+~"))
-    name = " ".join(parts + sorted(values))
+    name = mask_text(" ".join(parts + sorted(values)), secret_values(overrides=overrides))  # a key typed elsewhere
     return name if len(name) <= MAX_LENGTH else name[:MAX_LENGTH - 1] + "…"

@@ -1,0 +1,194 @@
+"""API keys never recorded (issue 16, item 2): a planted key, given on the command line or in
+the environment, reaches the server and nowhere else -- not the MLflow store, Hydra's output
+folders, the cache (nor its keys: a rotated key keeps the cache) or what the run prints."""
+
+import json
+import subprocess
+import sys
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from harness.cache import without_services
+from harness.llm.base import LLMError
+from harness.secrets import MASK, is_secret_name, mask, mask_text, secret_values
+from tests.conftest import CONFIGS, TINY
+from tests.test_cli import ENV
+
+# The subprocess runs in a temp folder: this checkout's package, not whichever one is installed.
+ENV = {**ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
+class KeyEchoServer:
+    """An OpenAI-compatible chat server on 127.0.0.1 that records the Authorization header of
+    every request; with ``reject``, it answers 401 quoting the key back (as hosted APIs do)."""
+
+    def __init__(self, reject: bool = False):
+        self.auth: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.auth.append(self.headers.get("Authorization", ""))
+                if reject:
+                    payload = {"error": {"message": f"Incorrect API key provided: {self.headers['Authorization']}",
+                                         "type": "invalid_request_error", "code": "invalid_api_key"}}
+                    return self._send(401, payload)
+                msg = {"role": "assistant", "content": "Paris"}
+                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                 "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+                                 "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
+
+            def _send(self, code, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = KeyEchoServer()
+    yield s
+    s.close()
+
+
+def planted() -> str:
+    return f"sk-planted-{uuid.uuid4().hex}"
+
+
+# --- what is secret -------------------------------------------------------------------------
+
+def _keys(node, out):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.add(str(k))
+            _keys(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _keys(v, out)
+
+
+def test_only_key_fields_of_the_real_configs_are_secret():
+    names: set[str] = set()
+    for path in CONFIGS.rglob("*.yaml"):
+        _keys(OmegaConf.to_container(OmegaConf.load(path)), names)
+    # max_tokens, tokenizer, passages, n_keywords... are settings that must stay in the record
+    assert {n for n in names if is_secret_name(n)} == {"api_key"}
+    assert all(is_secret_name(n) for n in ("OPENAI_API_KEY", "HF_TOKEN", "hf_token", "password", "secret_key",
+                                           "MLFLOW_TRACKING_PASSWORD", "aws_access_key"))
+
+
+def test_mask_keys_values_overrides_environment_and_url_passwords(monkeypatch):
+    monkeypatch.setenv("MY_SERVER_URL_PART", "sk-env-7890ab")  # not secret-named: found through the config
+    cfg = OmegaConf.create({"llm": {"api_key": "${oc.env:MY_SERVER_URL_PART}", "max_tokens": 5, "tokenizer": "x"},
+                            "judge": {"api_key": None}, "tracking": {"uri": "https://me:pa55word@mlflow.example"}})
+    values = secret_values(cfg, ["llm.api_key=sk-typed-123456"], environ={"HF_TOKEN": "hf_abcdefgh",
+                                                                            "PATH": "/usr/bin:/bin"})
+    # the interpolation resolved, the override's value, the secret-named variable; PATH is no secret
+    assert values == {"sk-typed-123456", "sk-env-7890ab", "hf_abcdefgh"}
+    out = mask(OmegaConf.to_container(cfg, resolve=False),
+               values | {"never-there"})
+    assert out["llm"] == {"api_key": MASK, "max_tokens": 5, "tokenizer": "x"}
+    assert out["judge"]["api_key"] is None  # "no key given" stays visible
+    assert out["tracking"]["uri"] == "https://me:***@mlflow.example"
+    assert mask_text("override llm.api_key=sk-typed-123456 failed", values) == "override llm.api_key=*** failed"
+    # A rotated key is no part of a stage's cache key.
+    assert without_services({"llm": {"api_key": "a", "model": "m"}}) == without_services({"llm": {"api_key": "b",
+                                                                                                "model": "m"}})
+
+
+def test_a_server_quoting_the_key_back_is_masked_in_the_error():
+    from harness.llm.openai_llm import OpenAILLM
+
+    s, key = KeyEchoServer(reject=True), planted()
+    try:
+        llm = OpenAILLM(model="m", base_url=s.url, api_key=key, max_retries=0, timeout=10)
+        with pytest.raises(LLMError) as e:
+            llm.chat([[{"role": "user", "content": "hi"}]])
+    finally:
+        s.close()
+    assert s.auth == [f"Bearer {key}"]
+    assert "answered 401" in str(e.value) and "Incorrect API key provided: Bearer ***" in str(e.value)
+    assert key not in str(e.value) and e.value.__cause__ is None and e.value.__suppress_context__
+
+
+# --- end to end: the planted key is found nowhere -------------------------------------------
+
+def run_cli(tmp_path: Path, server: KeyEchoServer, *args: str, env: dict | None = None, sweep: bool = False) -> str:
+    p = subprocess.run([sys.executable, "-m", "harness", *(["-m"] if sweep else []), *TINY, "dataset.limit_queries=3", "llm=openai",
+                        f"llm.base_url={server.url}", "llm.max_retries=0", "responder=llm",
+                        "responder.max_context_tokens=256", f"cache.dir={tmp_path / 'cache'}",
+                        f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", *args],
+                       cwd=tmp_path, env={**ENV, **(env or {})}, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout + p.stderr
+
+
+def assert_nowhere(key: str, root: Path, printed: str) -> None:
+    """No byte of any file under ``root`` (SQLite store, its WAL, artifacts, outputs/, multirun/,
+    the cache) nor of what the runs printed holds the key."""
+    assert key not in printed
+    files = [f for f in root.rglob("*") if f.is_file()]
+    assert len(files) > 20
+    leaks = [str(f.relative_to(root)) for f in files if key.encode() in f.read_bytes()]
+    assert not leaks, leaks
+
+
+def recorded(tmp_path: Path):
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlruns.db'}")
+    return mlflow.search_runs(experiment_names=["chunkbench"], output_format="list")
+
+
+@pytest.mark.slow
+def test_key_on_the_command_line_is_recorded_nowhere_and_rotating_it_keeps_the_cache(tmp_path, server):
+    import mlflow
+
+    first, rotated = planted(), planted()
+    printed = run_cli(tmp_path, server, f"llm.api_key={first}")
+    # A sweep with another key: its multirun.yaml and each job's .hydra/ are masked too, and
+    # every stage (the answers included) comes from the cache.
+    printed += (swept := run_cli(tmp_path, server, f"llm.api_key={rotated}", "hydra.sweep.dir=sweep",
+                                    sweep=True))
+    assert "[respond] cached" in swept and "[respond] computed" not in swept
+    assert server.auth and set(server.auth) == {f"Bearer {first}"}  # the key reached the server
+    assert_nowhere(first, tmp_path, printed)
+    assert_nowhere(rotated, tmp_path, printed)
+    runs = recorded(tmp_path)
+    assert len(runs) == 2 and all(r.data.params["llm.api_key"] == MASK for r in runs)
+    assert all(r.data.metrics["n/evidence_recall"] == 3 for r in runs)
+    config = mlflow.artifacts.load_dict(f"{runs[0].info.artifact_uri}/config.json")
+    assert config["llm"]["api_key"] == MASK and config["responder"]["llm"]["api_key"] == MASK
+    saved = [*(tmp_path / "outputs").rglob("overrides.yaml"), *(tmp_path / "sweep").rglob("*.yaml")]
+    assert {p.name for p in saved} == {"overrides.yaml", "config.yaml", "hydra.yaml", "multirun.yaml"}
+    assert all(f"llm.api_key={MASK}" in p.read_text() for p in saved if p.name == "overrides.yaml")
+
+
+@pytest.mark.slow
+def test_key_in_the_environment_is_recorded_nowhere(tmp_path, server):
+    key = planted()
+    printed = run_cli(tmp_path, server, env={"OPENAI_API_KEY": key})
+    assert server.auth and set(server.auth) == {f"Bearer {key}"}
+    assert_nowhere(key, tmp_path, printed)
+    (run,) = recorded(tmp_path)
+    assert run.data.params["llm.api_key"] == "None" and run.data.metrics["n/evidence_recall"] == 3
