@@ -22,7 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row
+from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row, text_chunks
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.metrics.base import DocumentMetric
 from harness.pipeline.components import Components, build_components, resolve_reader
@@ -123,6 +123,18 @@ class Pipeline:
             self.log(f"[{stage.name}] {len(docs) - len(pending)}/{len(docs)} documents from cache")
         return {d.doc_id: out[d.doc_id] for d in docs}, "computed" if pending else "cached"
 
+    def chunk_sizes(self) -> list[int]:
+        """Each text chunk's size in context units, cached beside the chunks: a warm rerun
+        does not tokenize every chunk again."""
+        tokenizer = self.c.context.tokenizer
+        key = make_key("chunk_sizes", self.keys["chunk"], repr(tokenizer))
+        sizes = self.cache.get("chunk_sizes", key)
+        if sizes is None:
+            chunks = text_chunks(self.outputs["load"].documents, self.outputs["chunk"])
+            sizes = [tokenizer.count(ch.text) for ch in chunks]
+            self.cache.put("chunk_sizes", key, sizes)
+        return sizes
+
     def summarize(self, r: RunResult) -> None:
         """The run's numbers from the stage outputs (aggregation lives in harness.aggregation)."""
         o, c = self.outputs, self.c
@@ -141,7 +153,7 @@ class Pipeline:
             run_level = m.aggregate(rows)
             r.metrics.update(run_level)
             r.run_level += list(run_level)
-        r.metrics.update(chunk_statistics(ds.documents, o["chunk"], c.context.tokenizer.count))
+        r.metrics.update(chunk_statistics(ds.documents, o["chunk"], self.chunk_sizes()))
         r.metrics["retrieval_seconds_per_query"] = mean([rt.seconds for rt in retrieved])
         r.metrics["index_seconds"] = o["retrieve"].index_seconds
         r.metrics["n_queries"] = len(ds.queries)

@@ -38,6 +38,20 @@ def test_second_identical_run_recomputes_nothing(make_cfg):
 
 
 @pytest.mark.slow
+def test_warm_run_reads_chunk_sizes_from_the_cache(make_cfg):
+    first = run(make_cfg())
+    warm = Pipeline(make_cfg(), log=lambda *_: None)
+
+    def no_tokenizing(text):
+        raise AssertionError("a warm run tokenized a chunk again")
+
+    warm.c.context.tokenizer.count = no_tokenizing
+    second = warm.run()
+    assert second.cache_counts["chunk_sizes"] == {"hits": 1, "misses": 0}
+    assert second.metrics["chunk_size_mean"] == first.metrics["chunk_size_mean"]
+
+
+@pytest.mark.slow
 def test_changing_budget_reuses_chunks_and_retrieval(make_cfg):
     run(make_cfg("context.budget=4096"))
     r = run(make_cfg("context.budget=300"))
