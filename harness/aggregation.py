@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -86,13 +86,17 @@ def summed(counts) -> dict[str, float]:
     return out
 
 
+def text_chunks(docs: list[Document], chunked: Mapping[str, DocChunks]) -> list[Chunk]:
+    """What the chunker cut, in document order: retrievable text chunks, without structure
+    nodes and other views."""
+    return [ch for d in docs for ch in chunked[d.doc_id].chunks if ch.indexed and ch.view == "text"]
+
+
 def chunk_statistics(docs: list[Document], chunked: Mapping[str, DocChunks],
-                     count: Callable[[str], int]) -> dict[str, float]:
-    """Chunk count and size (characters and context units) and chunking seconds per document."""
-    # Retrievable text chunks only: structure nodes and other views are not what the chunker cut.
-    chunks: list[Chunk] = [ch for d in docs for ch in chunked[d.doc_id].chunks
-                           if ch.indexed and ch.view == "text"]
-    sizes = [count(ch.text) for ch in chunks]
+                     sizes: list[int]) -> dict[str, float]:
+    """Chunk count and size (characters, and ``sizes``: each of :func:`text_chunks` in context
+    units) and chunking seconds per document."""
+    chunks = text_chunks(docs, chunked)
     chars = [len(ch.text) for ch in chunks]
     return {
         "n_docs": len(docs),

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 LEVEL = 0.95
 N_RESAMPLES = 1000
@@ -27,6 +26,8 @@ def bootstrap_ci(values: Sequence[float], level: float = LEVEL, n_resamples: int
         return float("nan"), float("nan")
     if np.all(x == x[0]):
         return float(x[0]), float(x[0])
+    from scipy import stats  # a second to import: only where an interval is computed
+
     res = stats.bootstrap((x,), np.mean, confidence_level=level, n_resamples=n_resamples,
                           method="percentile", random_state=np.random.default_rng(seed), vectorized=True)
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -53,6 +54,8 @@ def paired_test(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_00
     if len(d) < 2 or np.all(d == 0):
         out["p_value"] = 1.0 if len(d) else float("nan")
         return out
+    from scipy import stats
+
     res = stats.permutation_test((a[both], b[both]), lambda x, y, axis: np.mean(y - x, axis=axis),
                                  permutation_type="samples", n_resamples=n_resamples, vectorized=True,
                                  alternative="two-sided", random_state=np.random.default_rng(seed))

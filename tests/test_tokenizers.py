@@ -5,8 +5,11 @@ budget make of the difference."""
 import hashlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.chunking.fixed import FixedSizeChunker
+from harness.data.ohrbench import OHRBench
 from harness.retrieval.assemblers import TokenBudgetAssembler
 from harness.text import Tokenizer, _tiktoken
 from harness.types import Chunk, ConfigError, Document, Retrieved
@@ -98,3 +101,42 @@ def test_bad_tokenizer_names_raise_a_config_error(name, match):
         Tokenizer("tokens", name)
     with pytest.raises(ConfigError, match="chunker.tokenizer"):
         FixedSizeChunker(tokenizer=name)
+
+
+def reference_spans(encoding, text: str) -> list[tuple[int, int]]:
+    """The span rule token by token (the specification the array version implements)."""
+    continuation = bytes(range(0x80, 0xC0))
+    starts, chars = [], 0
+    for b in encoding.decode_tokens_bytes(encoding.encode_ordinary(text)):
+        starts.append(chars - (0x80 <= b[0] < 0xC0))
+        chars += len(b.translate(None, continuation))
+    spans = []
+    for s, e in zip(starts, starts[1:] + [len(text)]):
+        piece = text[s:e]
+        core = piece.strip()
+        if core:
+            s += len(piece) - len(piece.lstrip())
+            e = s + len(core)
+        spans.append((s, e))
+    return spans
+
+
+SPAN_TEXT = (st.text(st.sampled_from(list("ab Z9.,\n\t\u3000\u00a0\u2003éß数据分块🙂👍🏽\r\x0b-")), max_size=80)
+             | st.text(st.sampled_from(list("ab Z9.,\n\t\r\x0b\x1c-é")), max_size=80)   # whole-character tokens
+             | st.text(st.characters(max_codepoint=127), max_size=80))                 # ASCII
+
+
+@settings(max_examples=300, deadline=None)
+@given(SPAN_TEXT, st.sampled_from(["cl100k", "o200k"]))
+def test_tiktoken_spans_match_the_token_by_token_rule(text, name):
+    tok = Tokenizer("tokens", name)
+    expected = reference_spans(tok._backend(), text)
+    assert tok.spans(text) == expected
+    assert tok.starts(text) == [s for s, _ in expected]
+    assert tok.count(text) == len(expected)
+
+
+def test_tiktoken_spans_on_a_bundled_page():
+    text = "\n\n".join(d.text for d in OHRBench().load().documents[:2])
+    tok = Tokenizer("tokens", "cl100k")
+    assert tok.spans(text) == reference_spans(tok._backend(), text)

@@ -20,6 +20,17 @@ absolute ones of their own):
 
 Optional ``min_size``/``max_size`` (units) bound chunk sizes, which the method alone
 cannot (Qu et al. App. B: "the number of chunks or chunk size is not tunable").
+
+How a window is embedded (``window_embedding``):
+
+- ``text`` (default, what the published method and LangChain do): the window's sentences
+  joined and embedded as one text, so each sentence is encoded ``2 * buffer_size + 1`` times.
+- ``mean``: each sentence embedded once; a window's vector is the normalised mean of its
+  sentences' vectors. About ``2 * buffer_size + 1`` times fewer tokens encoded, and the
+  sentence vectors are shared with any other run over the same sentences; the breakpoints
+  move a little (``scripts/bench_speed.py`` reports how much on the bundled documents).
+
+With ``buffer_size=0`` (Qu et al.'s setting) both are the same computation.
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ THRESHOLD_DEFAULTS: dict[str, float] = {
     "gradient_absolute": 0.1,
 }
 _PERCENTILE_TYPES = ("percentile", "gradient")
+WINDOW_EMBEDDINGS = ("text", "mean")
 
 
 def require_number(name: str, value: Any, low: float | None = None, high: float | None = None) -> None:
@@ -64,6 +76,18 @@ def window_texts(texts: Sequence[str], buffer_size: int) -> list[str]:
     """Each text joined with up to ``buffer_size`` neighbours on either side (Kamradt's buffer)."""
     n = len(texts)
     return [" ".join(texts[max(0, i - buffer_size):min(n, i + buffer_size + 1)]) for i in range(n)]
+
+
+def window_means(vectors: np.ndarray, buffer_size: int) -> np.ndarray:
+    """Row ``i``: the L2-normalised mean of rows ``i - buffer_size .. i + buffer_size``
+    (clipped at the ends), from a running sum so that it costs O(n) whatever the buffer."""
+    n = len(vectors)
+    sums = np.vstack([np.zeros((1, vectors.shape[1]), dtype=np.float64), np.cumsum(vectors, axis=0, dtype=np.float64)])
+    idx = np.arange(n)
+    lo, hi = np.maximum(0, idx - buffer_size), np.minimum(n, idx + buffer_size + 1)
+    means = sums[hi] - sums[lo]
+    norms = np.linalg.norm(means, axis=1, keepdims=True)
+    return (means / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
 def consecutive_distances(vectors: np.ndarray) -> np.ndarray:
@@ -141,8 +165,11 @@ class SemanticBreakpointChunker(EmbeddingChunker):
     def __init__(self, embedder: SentenceTransformerEmbedder, threshold_type: str = "percentile",
                  threshold_amount: float | None = None, buffer_size: int = 1,
                  min_size: int | None = None, max_size: int | None = None,
-                 unit: str = "tokens", tokenizer: str = "bundled"):
+                 unit: str = "tokens", tokenizer: str = "bundled", window_embedding: str = "text"):
         super().__init__(embedder)
+        require(window_embedding in WINDOW_EMBEDDINGS,
+                f"chunker.window_embedding must be one of {', '.join(WINDOW_EMBEDDINGS)} "
+                f"(got window_embedding={window_embedding!r})")
         require(threshold_type in THRESHOLD_DEFAULTS,
                 f"chunker.threshold_type must be one of {', '.join(THRESHOLD_DEFAULTS)} "
                 f"(got threshold_type={threshold_type!r})")
@@ -159,6 +186,7 @@ class SemanticBreakpointChunker(EmbeddingChunker):
                 f"chunker.min_size must be <= chunker.max_size (got min_size={min_size}, max_size={max_size})")
         self.threshold_type, self.threshold_amount = threshold_type, threshold_amount
         self.buffer_size, self.min_size, self.max_size = buffer_size, min_size, max_size
+        self.window_embedding = window_embedding
         self.tokenizer = make_tokenizer(unit, tokenizer)
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
@@ -172,8 +200,14 @@ class SemanticBreakpointChunker(EmbeddingChunker):
         """Sentence indices after which a chunk ends (before any size adjustment)."""
         if len(sentences) < 2:
             return np.zeros(0, dtype=int)
-        windows = window_texts([text[s:e] for s, e in sentences], self.buffer_size)
-        distances = consecutive_distances(self.embed(windows))
+        texts = [text[s:e] for s, e in sentences]
+        if self.buffer_size and self.window_embedding == "text":
+            vectors = self.embed(window_texts(texts, self.buffer_size))
+        else:
+            vectors = self.embed(texts)
+            if self.buffer_size:
+                vectors = window_means(vectors, self.buffer_size)
+        distances = consecutive_distances(vectors)
         return breakpoints(distances, self.threshold_type, self.threshold_amount)
 
     def _sized_spans(self, text: str, sentences: Sequence[Span], groups: list[tuple[int, int]]) -> list[Span]:

@@ -56,7 +56,7 @@ class UnitIndex:
             self.starts = range(len(text))  # no per-character list for long documents
         else:
             # Model offsets are non-decreasing in practice; bisection relies on it, so make sure.
-            self.starts = sorted(start for start, _ in tokenizer.spans(text))
+            self.starts = sorted(tokenizer.starts(text))
 
     def __len__(self) -> int:
         return len(self.starts)

@@ -45,7 +45,7 @@ import string
 from collections.abc import Sequence
 
 from harness.metrics.base import QueryEval, QueryMetric
-from harness.text import punkt
+from harness.text import punkt, require_punkt
 from harness.types import ConfigError
 
 _PUNCT = set(string.punctuation)
@@ -112,7 +112,7 @@ class EvidenceRecall(QueryMetric):
         self.unit = auto_unit(dataset, subset) if unit == "auto" else unit
         self.context, self.no_evidence = context, no_evidence
         if self.unit == "sentences" or context == "joined_sentences":
-            punkt()  # a missing model fails before the run, not after it
+            require_punkt()  # a missing model fails before the run, not after it
 
     def keys(self) -> set[str]:
         return {"evidence_recall"}

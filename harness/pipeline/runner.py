@@ -22,7 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row
+from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row, text_chunks
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.metrics.base import DocumentMetric
 from harness.pipeline.components import Components, build_components, resolve_reader
@@ -40,6 +40,11 @@ class RunResult:
     cache_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     run_level: list[str] = field(default_factory=list)  # metrics that are not means (corpus BLEU, micro F1)
     per_document: list[dict[str, Any]] = field(default_factory=list)  # document metrics' rows, with doc_id
+
+
+# What summarize() fills in, cached with the evaluation; the version changes with summarize().
+SUMMARY_FIELDS = ("metrics", "per_query", "dataset_report", "per_document", "run_level")
+SUMMARY_VERSION = 1
 
 
 def config_slice(cfg: DictConfig, group: str) -> Any:
@@ -82,7 +87,7 @@ class Pipeline:
             result.stage_seconds[stage.name] = time.perf_counter() - t0
             self.log(f"[{stage.name}] {status} in {result.stage_seconds[stage.name]:.1f}s "
                      f"(key {self.keys[stage.name][:12]})")
-        self.summarize(result)
+        self.summarize_cached(result)
         result.cache_counts = self.cache.counts(since)
         return result
 
@@ -123,6 +128,30 @@ class Pipeline:
             self.log(f"[{stage.name}] {len(docs) - len(pending)}/{len(docs)} documents from cache")
         return {d.doc_id: out[d.doc_id] for d in docs}, "computed" if pending else "cached"
 
+    def chunk_sizes(self) -> list[int]:
+        """Each text chunk's size in context units, cached beside the chunks: a warm rerun
+        does not tokenize every chunk again."""
+        tokenizer = self.c.context.tokenizer
+        key = make_key("chunk_sizes", self.keys["chunk"], repr(tokenizer))
+        sizes = self.cache.get("chunk_sizes", key)
+        if sizes is None:
+            chunks = text_chunks(self.outputs["load"].documents, self.outputs["chunk"])
+            sizes = [tokenizer.count(ch.text) for ch in chunks]
+            self.cache.put("chunk_sizes", key, sizes)
+        return sizes
+
+    def summarize_cached(self, r: RunResult) -> None:
+        """:meth:`summarize`, cached under the evaluation's key: a warm rerun neither
+        aggregates nor bootstraps again (nor imports scipy to do so)."""
+        key = make_key("summary", SUMMARY_VERSION, self.keys["evaluate"], repr(self.c.context.tokenizer))
+        fields = self.cache.get("summary", key)
+        if fields is None:
+            self.summarize(r)
+            fields = {f: getattr(r, f) for f in SUMMARY_FIELDS}
+            self.cache.put("summary", key, fields)
+        for name, value in fields.items():
+            setattr(r, name, value)
+
     def summarize(self, r: RunResult) -> None:
         """The run's numbers from the stage outputs (aggregation lives in harness.aggregation)."""
         o, c = self.outputs, self.c
@@ -141,7 +170,7 @@ class Pipeline:
             run_level = m.aggregate(rows)
             r.metrics.update(run_level)
             r.run_level += list(run_level)
-        r.metrics.update(chunk_statistics(ds.documents, o["chunk"], c.context.tokenizer.count))
+        r.metrics.update(chunk_statistics(ds.documents, o["chunk"], self.chunk_sizes()))
         r.metrics["retrieval_seconds_per_query"] = mean([rt.seconds for rt in retrieved])
         r.metrics["index_seconds"] = o["retrieve"].index_seconds
         r.metrics["n_queries"] = len(ds.queries)

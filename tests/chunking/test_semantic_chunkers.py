@@ -28,6 +28,7 @@ from harness.chunking.semantic_breakpoint import (
     SemanticBreakpointChunker,
     breakpoints,
     merge_small,
+    window_means,
     window_texts,
 )
 from harness.chunking.sentence import sentence_pieces
@@ -173,6 +174,47 @@ def test_breakpoint_chinese():
     assert [c.text for c in chunks] == ["猫在睡觉。猫很可爱！", "汽车在路上跑。汽车很快？"]
 
 
+# --- breakpoint: window vectors -------------------------------------------------------------
+
+class CountingEmbedder(TopicEmbedder):
+    """Counts the texts it is asked to encode."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoded: list[str] = []
+
+    def _encode(self, texts, normalize=True):
+        self.encoded.extend(texts)
+        return super()._encode(texts, normalize)
+
+
+def test_window_means_by_hand():
+    v = np.array([[1, 0], [0, 1], [1, 1], [3, 0]], dtype=np.float32)
+    got = window_means(v, 1)
+    want = [v[0:2].sum(0), v[0:3].sum(0), v[1:4].sum(0), v[2:4].sum(0)]
+    np.testing.assert_allclose(got, [w / np.linalg.norm(w) for w in want], rtol=1e-6)
+    np.testing.assert_allclose(window_means(v, 0), v / np.linalg.norm(v, axis=1, keepdims=True), rtol=1e-6)
+    assert np.isfinite(window_means(np.array([[1.0, 0.0], [-1.0, 0.0]]), 1)).all()  # a zero mean stays finite
+
+
+@pytest.mark.parametrize("buffer_size", [0, 1, 2])
+def test_mean_windows_embed_each_sentence_once(buffer_size):
+    doc = Document("d", TOPIC_TEXT * 2)
+    n = len(sentences_of(doc))
+    by_text, by_mean = CountingEmbedder(), CountingEmbedder()
+    text_chunks = SemanticBreakpointChunker(by_text, threshold_type="distance", threshold_amount=0.5,
+                                            buffer_size=buffer_size).chunk_document(doc)
+    mean_chunks = SemanticBreakpointChunker(by_mean, threshold_type="distance", threshold_amount=0.5,
+                                            buffer_size=buffer_size, window_embedding="mean").chunk_document(doc)
+    check_chunks(doc, mean_chunks, covering=True)
+    assert sorted(by_mean.encoded) == sorted(doc.text[s:e] for s, e in sentences_of(doc))
+    assert len(by_text.encoded) == n
+    if buffer_size == 0:  # the sentence alone: the same computation
+        assert by_text.encoded == by_mean.encoded and text_chunks == mean_chunks
+    else:
+        assert len(set(by_text.encoded) - set(by_mean.encoded)) > 0  # windows are joined texts
+
+
 # --- breakpoint: properties ------------------------------------------------------------------
 
 @FAST
@@ -213,6 +255,7 @@ def test_breakpoint_tokens_unit():
     (dict(min_size=10, max_size=5), "min_size"),
     (dict(unit="lines"), "unit"),
     (dict(embedder="bundled"), "embedder"),
+    (dict(window_embedding="sum"), "window_embedding"),
 ])
 def test_breakpoint_validation(kwargs, param):
     kwargs = {"embedder": HashEmbedder(), **kwargs}
@@ -451,9 +494,11 @@ def stitched():
 
 
 @pytest.mark.slow
-def test_real_embedder_breakpoint(stitched):
+@pytest.mark.parametrize("window_embedding", ["text", "mean"])
+def test_real_embedder_breakpoint(stitched, window_embedding):
     doc, seam = stitched
-    chunks = SemanticBreakpointChunker(SentenceTransformerEmbedder()).chunk_document(doc)  # 95th percentile
+    chunks = SemanticBreakpointChunker(SentenceTransformerEmbedder(),  # 95th percentile
+                                       window_embedding=window_embedding).chunk_document(doc)
     check_chunks(doc, chunks, covering=True)
     starts = {s for s, _ in sentences_of(doc)}
     assert len(chunks) > 1 and all(c.start in starts for c in chunks)

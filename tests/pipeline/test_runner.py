@@ -1,5 +1,6 @@
 """End-to-end runs of the default pipeline on tiny real data (four one-page OHR-Bench docs)."""
 
+import json
 import math
 
 import pytest
@@ -35,6 +36,28 @@ def test_second_identical_run_recomputes_nothing(make_cfg):
     assert "embeddings" not in second.cache_counts  # retrieval was cached whole: the model never loaded
     same = {k: v for k, v in first.metrics.items() if "seconds" not in k}
     assert same == pytest.approx({k: v for k, v in second.metrics.items() if "seconds" not in k}, nan_ok=True)
+
+
+@pytest.mark.slow
+def test_warm_run_reads_its_summary_and_chunk_sizes_from_the_cache(make_cfg):
+    first = run(make_cfg())
+    warm = Pipeline(make_cfg(), log=lambda *_: None)
+
+    def no_tokenizing(text):
+        raise AssertionError("a warm run tokenized a chunk again")
+
+    warm.c.context.tokenizer.count = no_tokenizing
+    second = warm.run()
+    assert second.cache_counts["summary"] == {"hits": 1, "misses": 0}  # nothing aggregated again
+    assert json.dumps([second.metrics, second.per_query]) == json.dumps([first.metrics, first.per_query])  # NaN too
+    # another budget over the same chunks: a new summary, the chunk sizes from the cache
+    other = Pipeline(make_cfg("context.budget=300"), log=lambda *_: None)
+    other.c.context.tokenizer.count = no_tokenizing
+    with pytest.raises(AssertionError, match="tokenized"):  # the assembler itself counts the new budget
+        other.run()
+    third = run(make_cfg("context.budget=300"))
+    assert third.cache_counts["chunk_sizes"] == {"hits": 1, "misses": 0}
+    assert third.metrics["chunk_size_mean"] == first.metrics["chunk_size_mean"]
 
 
 @pytest.mark.slow
