@@ -46,7 +46,8 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -89,8 +90,9 @@ class DatasetLoader(ABC):
     def __init__(self, name: str, limit_docs: int | None = None,
                  limit_queries: int | None = None, seed: int | None = None):
         self.name = name
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.limit_queries = check_limit("limit_queries", limit_queries)
+        # 0 would be an empty run recorded as if it measured something
+        self.limit_docs = check_limit("dataset.limit_docs", limit_docs, minimum=1)
+        self.limit_queries = check_limit("dataset.limit_queries", limit_queries, minimum=1)
         self.seed = check_seed(seed)
         self._drops: dict[str, int] = {}
 
@@ -123,16 +125,27 @@ class DatasetLoader(ABC):
 
     def load(self) -> Dataset:
         self._drops = {}
-        documents, queries, report = self.read()
+        with self.reading():
+            documents, queries, report = self.read()
         report = {"n_docs": len(documents), "n_queries": len(queries), **report, **self._drops}
         return Dataset(self.name, documents, queries, report).validate()
 
     def fingerprint(self) -> str:
-        params = {"loader": type(self).__name__, "version": self.version, "name": self.name,
-                  "limit_docs": self.limit_docs, "limit_queries": self.limit_queries,
-                  "seed": self.seed, **self.params()}
-        text = self.content_digest() + json.dumps(params, sort_keys=True, default=str)
+        with self.reading():
+            params = {"loader": type(self).__name__, "version": self.version, "name": self.name,
+                      "limit_docs": self.limit_docs, "limit_queries": self.limit_queries,
+                      "seed": self.seed, **self.params()}
+            text = self.content_digest() + json.dumps(params, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """A file that is missing, a folder or unreadable ends in one line naming it."""
+        try:
+            yield
+        except OSError as e:
+            what = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+            raise self.unavailable(f"cannot read {what}") from None
 
     # -- limits, for read() --------------------------------------------------------------
 
