@@ -223,5 +223,19 @@ def query_doc_ids(q: Query) -> list[str]:
     return [*q.doc_ids, *(e.doc_id for e in q.evidence)]
 
 
+NOT_QUERIED = "docs_dropped_not_queried"
+
+
+def only_queried_documents(ds: Dataset) -> Dataset:
+    """``ds`` with only the documents its queries need (``query_doc_ids``), in their order; the
+    count of the others is in the report as ``docs_dropped_not_queried``. For a run that limits
+    the questions and searches each question's own documents: the rest would be chunked (and,
+    by an LLM chunker, prompted over) for nothing."""
+    needed = {d for q in ds.queries for d in query_doc_ids(q)}
+    kept = [d for d in ds.documents if d.doc_id in needed]
+    report = {**ds.report, "n_docs": len(kept), NOT_QUERIED: len(ds.documents) - len(kept)}
+    return Dataset(ds.name, kept, ds.queries, report)
+
+
 def mean(values: Collection[float]) -> float:
     return sum(values) / len(values) if values else 0.0
