@@ -144,8 +144,8 @@ class DatasetLoader(ABC):
         try:
             yield
         except OSError as e:
-            what = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
-            raise self.unavailable(f"cannot read {what}") from None
+            what = f"cannot read {e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+            raise self.unavailable(what) from None
 
     # -- limits, for read() --------------------------------------------------------------
 

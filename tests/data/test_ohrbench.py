@@ -151,7 +151,7 @@ def test_fingerprint_tracks_files_and_parameters(tmp_path):
 
 
 def test_missing_folder_names_the_path(tmp_path):
-    with pytest.raises(ConfigError, match="dataset 'ohrbench': cannot read .*qas.jsonl"):
+    with pytest.raises(ConfigError, match="dataset 'ohrbench': none of .*qas.jsonl, .*qas.json exists"):
         OHRBench(tmp_path / "nowhere").load()
 
 
