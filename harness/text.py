@@ -17,6 +17,7 @@ from harness.types import ConfigError
 TOKEN_UNITS = ("tokens", "words", "chars")
 _WORD = re.compile(r"\S+")
 _LEXICAL = re.compile(r"\w+", re.UNICODE)
+_WORD_CHAR = re.compile(r"\w")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_SENTENCE_END = re.compile(r"[。！？]+(?=[\u3400-\u9fff])")
 
@@ -100,9 +101,18 @@ def is_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
-def lexical_tokens(text: str, language: str = "en") -> list[str]:
-    """Lower-cased word tokens for lexical retrieval (BM25, TF-IDF): jieba for Chinese."""
-    if language.startswith("zh") or is_cjk(text):
+def cjk_share(text: str) -> float:
+    """CJK characters' share of the word characters (0 for a text without any)."""
+    words = len(_WORD_CHAR.findall(text))
+    return len(_CJK.findall(text)) / words if words else 0.0
+
+
+def lexical_tokens(text: str, language: str = "en", zh_min_share: float = 0.0) -> list[str]:
+    """Lower-cased word tokens for lexical retrieval (BM25, TF-IDF): jieba for Chinese, that is
+    ``language`` zh, or CJK characters at least ``zh_min_share`` of the word characters (0: any
+    one). jieba is imported, and its dictionary loaded, only then: a share above 0 keeps the
+    stray CJK characters of English OCR text (OHR-Bench's tables) from loading it."""
+    if language.startswith("zh") or (is_cjk(text) and cjk_share(text) >= zh_min_share):
         import jieba
 
         return [t for t in (w.strip().lower() for w in jieba.cut(text)) if t and _LEXICAL.match(t)]

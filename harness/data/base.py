@@ -46,7 +46,8 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -89,8 +90,9 @@ class DatasetLoader(ABC):
     def __init__(self, name: str, limit_docs: int | None = None,
                  limit_queries: int | None = None, seed: int | None = None):
         self.name = name
-        self.limit_docs = check_limit("limit_docs", limit_docs)
-        self.limit_queries = check_limit("limit_queries", limit_queries)
+        # 0 would be an empty run recorded as if it measured something
+        self.limit_docs = check_limit("dataset.limit_docs", limit_docs, minimum=1)
+        self.limit_queries = check_limit("dataset.limit_queries", limit_queries, minimum=1)
         self.seed = check_seed(seed)
         self._drops: dict[str, int] = {}
 
@@ -123,16 +125,27 @@ class DatasetLoader(ABC):
 
     def load(self) -> Dataset:
         self._drops = {}
-        documents, queries, report = self.read()
+        with self.reading():
+            documents, queries, report = self.read()
         report = {"n_docs": len(documents), "n_queries": len(queries), **report, **self._drops}
         return Dataset(self.name, documents, queries, report).validate()
 
     def fingerprint(self) -> str:
-        params = {"loader": type(self).__name__, "version": self.version, "name": self.name,
-                  "limit_docs": self.limit_docs, "limit_queries": self.limit_queries,
-                  "seed": self.seed, **self.params()}
-        text = self.content_digest() + json.dumps(params, sort_keys=True, default=str)
+        with self.reading():
+            params = {"loader": type(self).__name__, "version": self.version, "name": self.name,
+                      "limit_docs": self.limit_docs, "limit_queries": self.limit_queries,
+                      "seed": self.seed, **self.params()}
+            text = self.content_digest() + json.dumps(params, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """A file that is missing, a folder or unreadable ends in one line naming it."""
+        try:
+            yield
+        except OSError as e:
+            what = f"cannot read {e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+            raise self.unavailable(what) from None
 
     # -- limits, for read() --------------------------------------------------------------
 
@@ -208,6 +221,20 @@ def rows_digest(items: Iterable[Any]) -> str:
 def query_doc_ids(q: Query) -> list[str]:
     """The documents a query needs: its ``doc_ids`` and its evidence spans' documents."""
     return [*q.doc_ids, *(e.doc_id for e in q.evidence)]
+
+
+NOT_QUERIED = "docs_dropped_not_queried"
+
+
+def only_queried_documents(ds: Dataset) -> Dataset:
+    """``ds`` with only the documents its queries need (``query_doc_ids``), in their order; the
+    count of the others is in the report as ``docs_dropped_not_queried``. For a run that limits
+    the questions and searches each question's own documents: the rest would be chunked (and,
+    by an LLM chunker, prompted over) for nothing."""
+    needed = {d for q in ds.queries for d in query_doc_ids(q)}
+    kept = [d for d in ds.documents if d.doc_id in needed]
+    report = {**ds.report, "n_docs": len(kept), NOT_QUERIED: len(ds.documents) - len(kept)}
+    return Dataset(ds.name, kept, ds.queries, report)
 
 
 def mean(values: Collection[float]) -> float:

@@ -6,9 +6,12 @@ Layout (JSONL preferred; Parquet accepted, where ``meta`` may be a JSON string):
         {doc_id, text, title?, sections?: [{start, end, level, title?}], language?, meta?}
     queries.jsonl | queries.parquet
         {qid, question, answers?: [str], doc_ids?: [str], evidence?: [{doc_id, start, end}],
-         facts?: [str], task?, unaligned_evidence?: [str], meta?}
+         facts?: [str], task?, unaligned_evidence?: [str], evidence_wording?: [str], meta?}
 
-``unaligned_evidence`` holds evidence snippets that could not be aligned to a span. Files written
+``unaligned_evidence`` holds evidence snippets that could not be aligned to a span;
+``evidence_wording`` (optional, one per span) the dataset's own words for each span where they
+differ from the span's text (a fuzzy alignment): ``evidence_recall`` looks those up, so an
+exported dataset scores as its own loader does. Files written
 before it was a field kept it in ``meta["unaligned_evidence"]`` (with the spans' text in
 ``meta["evidence_text"]``): both are still read, the first into the field, the second dropped
 (the spans' text is the documents' own, ``Query.evidence_texts(documents)``).
@@ -24,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.data.base import Dataset, DatasetLoader, Read, query_doc_ids
-from harness.data.rows import RowFields, find_file, read_rows
-from harness.types import ConfigError, Document, Query, Section, Span
+from harness.data.rows import WHOLE_ROW, RowFields, read_rows
+from harness.types import ConfigError, DataError, Document, Query, Section, Span
 
 # Evidence that older files kept in a query's meta (see the module docstring).
 _OLD_META_EVIDENCE = ("evidence_text", "unaligned_evidence")
@@ -65,7 +68,8 @@ def parse_query(f: RowFields) -> Query:
         answers=tuple(f.get("answers", "str_list", ())),
         doc_ids=tuple(f.get("doc_ids", "str_list", ())), evidence=tuple(evidence),
         facts=tuple(f.get("facts", "str_list", ())), task=f.get("task", str, ""), meta=meta,
-        unaligned_evidence=tuple(unaligned if unaligned is not None else old or ()))
+        unaligned_evidence=tuple(unaligned if unaligned is not None else old or ()),
+        evidence_wording=tuple(f.get("evidence_wording", "str_list", ())))
 
 
 def _read_records(path: Path, dataset: str, id_field: str, parse) -> list:
@@ -89,26 +93,53 @@ class LocalDataset(DatasetLoader):
     queries; with ``seed``, N drawn at random.
     """
 
-    version = 2
+    version = 3  # 3: evidence_wording
 
     def __init__(self, path: str | Path, name: str = "local", limit_docs: int | None = None,
                  limit_queries: int | None = None, seed: int | None = None):
         if path is None or str(path) in ("", "???"):
             raise ConfigError("dataset.path is required: a folder with documents.jsonl "
-                              "and queries.jsonl")
+                              "and queries.jsonl (python -m harness dataset=local dataset.path=DIR)")
         super().__init__(name, limit_docs, limit_queries, seed)
         self.path = Path(path)
+        self.source_files()  # a missing, unreadable or misplaced file fails before any work
 
     def source_files(self) -> list[Path]:
+        where = f"dataset.path={self.path}"
+        if not self.path.exists():
+            raise ConfigError(f"{where} does not exist: give the folder that holds documents.jsonl "
+                              f"and queries.jsonl")
         if not self.path.is_dir():
-            raise FileNotFoundError(f"dataset folder {self.path} does not exist")
-        return [find_file(self.path, "documents", (".jsonl", ".parquet")),
-                find_file(self.path, "queries", (".jsonl", ".parquet"))]
+            raise ConfigError(f"{where} is a file: give the folder that holds it (documents.jsonl "
+                              f"and queries.jsonl side by side)")
+        files = []
+        for stem in ("documents", "queries"):
+            tried = [self.path / f"{stem}{s}" for s in (".jsonl", ".parquet")]
+            path = next((p for p in tried if p.exists()), None)
+            if path is None:
+                raise ConfigError(f"{where} has no {stem} file: put {stem}.jsonl (or "
+                                  f"{stem}.parquet) in it")
+            if not path.is_file():
+                raise ConfigError(f"{where}: {path.name} is a folder, not a file: it must be one "
+                                  f"JSONL (or Parquet) file of {stem}")
+            try:
+                path.open("rb").close()
+            except OSError as e:
+                raise ConfigError(f"{where}: {path.name} cannot be read ({e.strerror}): check its "
+                                  f"permissions (chmod a+r {path})") from None
+            files.append(path)
+        return files
 
     def read(self) -> Read:
         docs_path, queries_path = self.source_files()
-        documents = self.keep_docs(_read_records(docs_path, self.name, "doc_id", parse_document))
+        documents = _read_records(docs_path, self.name, "doc_id", parse_document)
         queries = _read_records(queries_path, self.name, "qid", parse_query)
+        for path, records in ((docs_path, documents), (queries_path, queries)):
+            if not records:
+                raise DataError(self.name, path.name, WHOLE_ROW,
+                                f"{path} holds no records (empty or blank): a run needs at least "
+                                f"one document and one question")
+        documents = self.keep_docs(documents)
         if self.limit_docs is None:  # a query on a document no file holds: validation names it
             self.count("queries_dropped_limit_docs", 0)
         else:
@@ -132,7 +163,8 @@ def query_record(q: Query) -> dict[str, Any]:
             "doc_ids": list(q.doc_ids),
             "evidence": [{"doc_id": e.doc_id, "start": e.start, "end": e.end} for e in q.evidence],
             "facts": list(q.facts), "task": q.task,
-            "unaligned_evidence": list(q.unaligned_evidence), "meta": dict(q.meta)}
+            "unaligned_evidence": list(q.unaligned_evidence),
+            "evidence_wording": list(q.evidence_wording), "meta": dict(q.meta)}
 
 
 def write_local(dataset: Dataset, folder: str | Path, fmt: str = "jsonl") -> Path:

@@ -83,6 +83,11 @@ class OHRBench(DatasetLoader):
         names = list(dict.fromkeys(f.raw["doc_name"] for f in rows))
         if self.domains is None:
             return names, 0
+        known = sorted({n.split("/")[0] for n in names})
+        unknown = [d for d in self.domains if d not in known]
+        if unknown:  # checked with the fingerprint, before the load stage's cache is read
+            raise ConfigError(f"dataset.domains: no domain {', '.join(map(repr, unknown))} in "
+                              f"{self._qas_path()}; its domains are {', '.join(known)}")
         kept = [n for n in names if n.split("/")[0] in self.domains]
         return kept, len(names) - len(kept)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import gzip
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ from typing import Any
 from harness.types import DataError
 
 _MISSING = object()
+# Half of a UTF-16 pair on its own: JSON's "\ud800" decodes to one, and it cannot be encoded
+# (hashed, cached, tokenized) later.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 WHOLE_ROW = "(whole row)"
 Rows = list[tuple[str, Any]]  # (location for errors, raw row)
 
@@ -58,6 +62,7 @@ def json_lines(lines: Iterable[bytes], label: str, dataset: str,
                id_field: str | None = None) -> Iterator[tuple[str, Any]]:
     """``(location, row)`` per non-blank line of JSONL bytes (a file opened "rb", or
     ``io.BytesIO(data)``); ``label`` names the source in locations."""
+    first = True
     for lineno, line in enumerate(lines, 1):
         location = f"{label} line {lineno}"
         try:
@@ -67,9 +72,22 @@ def json_lines(lines: Iterable[bytes], label: str, dataset: str,
         if not text.strip():
             continue
         try:
-            yield location, json.loads(text)
+            row = json.loads(text)
         except json.JSONDecodeError as e:
+            if first and text.strip() in ("[", "{"):  # json.dump(rows, f, indent=...)
+                raise not_json_lines(dataset, label, location) from None
             raise DataError(dataset, location, WHOLE_ROW, f"malformed JSON: {e}") from None
+        if first and isinstance(row, list) and row and all(isinstance(r, dict) for r in row):
+            raise not_json_lines(dataset, label, location)  # json.dump(rows, f) on one line
+        first = False
+        yield location, row
+
+
+def not_json_lines(dataset: str, label: str, location: str) -> DataError:
+    return DataError(dataset, location, WHOLE_ROW,
+                     f"{label} holds one JSON document (a list or a pretty-printed object), not "
+                     f"JSON Lines: write one record per line, e.g. "
+                     f"`for r in rows: f.write(json.dumps(r) + \"\\n\")`")
 
 
 def read_json_file(path: Path, dataset: str, id_field: str | None = None, keyed: bool = False) -> Any:
@@ -176,6 +194,12 @@ class RowFields:
             return default
         if not _is_kind(value, kind):
             raise self.error(label, f"must be {_kind_name(kind)}, got {type(value).__name__}")
+        for i, text in ([(None, value)] if kind is str else enumerate(value) if kind == "str_list" else ()):
+            if (bad := _LONE_SURROGATE.search(text)) is not None:
+                where = label if i is None else f"{label}[{i}]"
+                raise self.error(where, f"holds a lone surrogate {bad.group()!r} at character "
+                                        f"{bad.start()} (a broken \\ud800-\\udfff escape, which no "
+                                        f"UTF-8 text can hold): fix or drop that character in the file")
         return value
 
     def meta(self, name: str = "meta") -> dict[str, Any]:

@@ -15,10 +15,10 @@ from harness.types import ConfigError
 T = TypeVar("T")
 
 
-def check_limit(name: str, value: int | None) -> int | None:
-    """Config check for a count parameter: null or an integer >= 0."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise ConfigError(f"{name} must be null or an integer >= 0, got {value!r}")
+def check_limit(name: str, value: int | None, minimum: int = 0) -> int | None:
+    """Config check for a count parameter: null or an integer >= ``minimum``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise ConfigError(f"{name} must be null or an integer >= {minimum}, got {value!r}")
     return value
 
 

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row, text_chunks
 from harness.cache import Cache, make_key, text_digest, without_services
+from harness.data.base import NOT_QUERIED
 from harness.metrics.base import DocumentMetric
 from harness.pipeline.components import Components, build_components, resolve_reader
 from harness.pipeline.stages import STAGES, Stage
@@ -87,6 +88,11 @@ class Pipeline:
             result.stage_seconds[stage.name] = time.perf_counter() - t0
             self.log(f"[{stage.name}] {status} in {result.stage_seconds[stage.name]:.1f}s "
                      f"(key {self.keys[stage.name][:12]})")
+            if stage.name == "load" and self.outputs["load"].report.get(NOT_QUERIED):
+                ds = self.outputs["load"]
+                self.log(f"[load] dataset.limit_queries={self.c.dataset.limit_queries} under "
+                         f"retriever.scope=document: {len(ds.documents)} documents kept, the ones the "
+                         f"{len(ds.queries)} questions search; {ds.report[NOT_QUERIED]} left out")
         self.summarize_cached(result)
         result.cache_counts = self.cache.counts(since)
         return result

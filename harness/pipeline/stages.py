@@ -24,6 +24,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from harness.cache import make_key
+from harness.data.base import only_queried_documents
 from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
 from harness.pipeline.components import Components
 from harness.types import Answer, Chunk, Context, DocChunks, Document, Retrieved
@@ -55,8 +57,21 @@ class Evaluation:
     per_document: list[dict[str, Any]]   # scores, and per-chunk series (DocumentMetric.series_keys)
 
 
+def queried_documents_only(c: Components) -> bool:
+    """A question limit under retriever.scope=document: only the kept questions' documents are
+    searched, so only they are loaded (scope=corpus searches them all, and keeps them)."""
+    return c.dataset.limit_queries is not None and c.retriever.scope == "document"
+
+
 def load(c: Components, o: Outputs):
-    return c.dataset.load()
+    ds = c.dataset.load()
+    return only_queried_documents(ds) if queried_documents_only(c) else ds
+
+
+def load_fingerprint(c: Components) -> str:
+    # other runs keep their keys: only a run that drops unqueried documents gets a new one
+    fingerprint = c.dataset.fingerprint()
+    return make_key(fingerprint, "queried documents only") if queried_documents_only(c) else fingerprint
 
 
 # What a chunking costs besides its time: the texts it embeds and the LLM calls it makes, cached
@@ -127,7 +142,7 @@ def evaluate(c: Components, o: Outputs) -> Evaluation:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("load", 2, ("dataset",), (), load, fingerprint=lambda c: c.dataset.fingerprint()),
+    Stage("load", 2, ("dataset",), (), load, fingerprint=load_fingerprint),
     Stage("chunk", 2, ("chunker",), ("load",), chunk, per_document=True),
     Stage("retrieve", 3, ("retriever",), ("load", "chunk"), retrieve),
     Stage("assemble", 2, ("context",), ("retrieve",), assemble),

@@ -3,7 +3,11 @@
 Statistics (IDF, average length) are those of the searched collection: with
 ``scope=document`` that is the query's own document, as in per-document retrieval, and
 with ``view_index=per_view`` (the default) those of one view's chunks.
-Tokens: lower-cased words, jieba words for Chinese (see ``harness.text.lexical_tokens``).
+Tokens: lower-cased words, jieba words for Chinese (see ``harness.text.lexical_tokens``): a text
+is Chinese when CJK characters are at least ``zh_min_share`` of its word characters (default 0.1:
+English chunks of the bundled OHR-Bench sample with stray CJK OCR characters reach 0.012, the
+bundled Chinese samples' at least 0.37; 0: any CJK character, the rule before, which loaded
+jieba's dictionary for English text).
 
 BM25 ``method``: bm25s's variants (``lucene`` by default: idf = ln(1 + (N - df + 0.5)/(df + 0.5)),
 tf part tf/(tf + k1(1 - b + b dl/avgdl))), or ``okapi``, rank_bm25's ``BM25Okapi``, which
@@ -15,6 +19,7 @@ No bm25s variant equals it: ``robertson`` floors a negative idf at 0, ``atire`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -26,10 +31,18 @@ from harness.types import Chunk, ConfigError, Query
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+", "okapi")
 
 
+def tokenizer(zh_min_share: float):
+    """``lexical_tokens`` with the share of CJK characters that makes a text Chinese."""
+    if isinstance(zh_min_share, bool) or not isinstance(zh_min_share, (int, float)) or not 0 <= zh_min_share <= 1:
+        raise ConfigError(f"retriever.zh_min_share must be a number in [0, 1], got {zh_min_share!r}")
+    return partial(lexical_tokens, zh_min_share=float(zh_min_share))
+
+
 class BM25Retriever(Retriever):
     def __init__(self, scope: str = "document", top_k: int = 100, k1: float = 1.5, b: float = 0.75,
-                 method: str = "lucene", view_index: str = "per_view"):
+                 method: str = "lucene", view_index: str = "per_view", zh_min_share: float = 0.1):
         super().__init__(scope, top_k, view_index)
+        self.tokens = tokenizer(zh_min_share)
         if method not in BM25_METHODS:
             raise ConfigError(f"retriever.method must be one of {', '.join(BM25_METHODS)}; got {method!r}")
         if k1 < 0 or not 0 <= b <= 1:
@@ -37,7 +50,7 @@ class BM25Retriever(Retriever):
         self.k1, self.b, self.method = k1, b, method
 
     def build(self, chunks: Sequence[Chunk]):
-        docs = [lexical_tokens(c.text) for c in chunks]
+        docs = [self.tokens(c.text) for c in chunks]
         if self.method == "okapi":
             from rank_bm25 import BM25Okapi
 
@@ -53,14 +66,15 @@ class BM25Retriever(Retriever):
         if isinstance(index, int):
             return top_k(np.zeros((len(queries), index)), k)
         # Score every chunk (collections are small per document) so ties rank by position.
-        scores = np.vstack([index.get_scores(lexical_tokens(q.question)) for q in queries])
+        scores = np.vstack([index.get_scores(self.tokens(q.question)) for q in queries])
         return top_k(scores, k)
 
 
 class TfidfRetriever(Retriever):
     def __init__(self, scope: str = "document", top_k: int = 100, sublinear_tf: bool = True,
-                 ngram_max: int = 1, view_index: str = "per_view"):
+                 ngram_max: int = 1, view_index: str = "per_view", zh_min_share: float = 0.1):
         super().__init__(scope, top_k, view_index)
+        self.tokens = tokenizer(zh_min_share)
         if ngram_max < 1:
             raise ConfigError(f"retriever.ngram_max must be >= 1, got {ngram_max}")
         self.sublinear_tf, self.ngram_max = sublinear_tf, ngram_max
@@ -68,7 +82,7 @@ class TfidfRetriever(Retriever):
     def build(self, chunks: Sequence[Chunk]):
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        vec = TfidfVectorizer(tokenizer=lexical_tokens, lowercase=False, token_pattern=None,
+        vec = TfidfVectorizer(tokenizer=self.tokens, lowercase=False, token_pattern=None,
                               sublinear_tf=self.sublinear_tf, ngram_range=(1, self.ngram_max))
         try:
             matrix = vec.fit_transform([c.text for c in chunks])

@@ -31,8 +31,10 @@ class Toy(DatasetLoader):
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"limit_docs": -1}, "limit_docs must be null or an integer >= 0, got -1"),
-    ({"limit_queries": "3"}, "limit_queries must be null or an integer >= 0, got '3'"),
+    ({"limit_docs": -1}, "dataset.limit_docs must be null or an integer >= 1, got -1"),
+    ({"limit_docs": 0}, "dataset.limit_docs must be null or an integer >= 1, got 0"),
+    ({"limit_queries": 0}, "dataset.limit_queries must be null or an integer >= 1, got 0"),
+    ({"limit_queries": "3"}, "dataset.limit_queries must be null or an integer >= 1, got '3'"),
     ({"limit_docs": True}, "limit_docs"),
     ({"seed": "abc"}, "seed must be null"),
     ({"seed": True}, "seed must be null"),
@@ -73,10 +75,16 @@ def test_seeded_draws_are_reproducible_keep_order_and_use_their_own_stream():
     assert len(draws) > 1
 
 
-def test_limits_of_zero_and_above_the_size():
-    assert Toy(limit_docs=0).load().report["docs_dropped_limit_docs"] == 6
+def test_limits_above_the_size():
     ds = Toy(limit_docs=99, limit_queries=99).load()
     assert (len(ds.documents), len(ds.queries), ds.report["docs_dropped_limit_docs"]) == (6, 6, 0)
+
+
+def test_missing_folder_or_unreadable_file_is_one_line_naming_it(tmp_path):
+    with pytest.raises(ConfigError, match=r"dataset 'toy': cannot read .*absent"):
+        Toy(files=[tmp_path / "absent"]).fingerprint()
+    with pytest.raises(ConfigError, match=r"cannot read .*Is a directory"):
+        Toy(files=[tmp_path]).fingerprint()
 
 
 def test_helpers_for_loaders_that_read_first_n_and_stop():

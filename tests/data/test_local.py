@@ -18,7 +18,8 @@ def _dataset() -> Dataset:
     ]
     queries = [
         Query("q1", "What is gamma?", ("delta",), ("d1",), (Span("d1", 13, 25),), ("fact",), "T1",
-              {"evidence_method": ["exact"]}, unaligned_evidence=("not in the text",)),
+              {"evidence_method": ["fuzzy"]}, unaligned_evidence=("not in the text",),
+              evidence_wording=("Gamma, delta",)),
         Query("q2", "Which text?", (), ("d2",)),
         Query("q3", "Across?", ("x",), ("d1", "d3")),
         Query("q4", "Evidence only in d3", evidence=(Span("d3", 0, 5),)),
@@ -45,6 +46,8 @@ def test_round_trip(tmp_path, fmt):
     docs = {d.doc_id: d for d in loaded.documents}
     assert loaded.queries[0].evidence_texts(docs) == ["Gamma delta.", "not in the text"]
     assert loaded.queries[0].unaligned_evidence == ("not in the text",)
+    # the dataset's own words for the span, which evidence_recall looks up
+    assert loaded.queries[0].evidence_as_given(docs) == ["Gamma, delta", "not in the text"]
     assert loaded.report["n_unaligned_evidence"] == 1 and loaded.report["n_evidence_spans"] == 2
 
 
@@ -98,7 +101,7 @@ _QUERY = {"qid": "q1", "question": "What?", "doc_ids": ["d1"]}
     ({**_DOC, "language": None, "title": 3}, "d1", "title"),
 ])
 def test_document_errors_name_dataset_row_field(tmp_path, doc, row, field):
-    _write_rows(tmp_path, [doc], [])
+    _write_rows(tmp_path, [doc], [_QUERY])
     with pytest.raises(DataError) as e:
         LocalDataset(tmp_path, name="mine").load()
     assert (e.value.dataset, e.value.row, e.value.field) == ("mine", row, field)
@@ -156,11 +159,13 @@ def test_non_object_row_and_duplicate_id(tmp_path):
 
 
 def test_missing_files_name_the_path(tmp_path):
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        LocalDataset(tmp_path / "absent").load()
+    with pytest.raises(ConfigError, match="dataset.path=.*absent does not exist"):
+        LocalDataset(tmp_path / "absent")
     (tmp_path / "documents.jsonl").write_text(json.dumps(_DOC) + "\n")
-    with pytest.raises(FileNotFoundError, match="queries.jsonl"):
-        LocalDataset(tmp_path).load()
+    with pytest.raises(ConfigError, match="has no queries file: put queries.jsonl"):
+        LocalDataset(tmp_path)
+    with pytest.raises(ConfigError, match="documents.jsonl.* is a file: give the folder"):
+        LocalDataset(tmp_path / "documents.jsonl")
 
 
 def test_bad_parameters():

@@ -6,7 +6,7 @@ from rapidfuzz import fuzz
 
 from harness.data.align import FUZZY_MIN_SCORE, normalise
 from harness.data.ohrbench import OHRBench
-from harness.types import DataError
+from harness.types import ConfigError, DataError
 from tests.conftest import SAMPLES
 
 SAMPLE = SAMPLES / "ohr_bench"
@@ -151,7 +151,7 @@ def test_fingerprint_tracks_files_and_parameters(tmp_path):
 
 
 def test_missing_folder_names_the_path(tmp_path):
-    with pytest.raises(FileNotFoundError, match="qas.jsonl"):
+    with pytest.raises(ConfigError, match="dataset 'ohrbench': none of .*qas.jsonl, .*qas.json exists"):
         OHRBench(tmp_path / "nowhere").load()
 
 

@@ -49,6 +49,31 @@ def test_malformed_json_line_names_the_line(tmp_path):
         list(read_rows(tmp_path / "list.json", "mine"))
 
 
+@pytest.mark.parametrize("text", [json.dumps([{"qid": "q1"}, {"qid": "q2"}], indent=2),
+                                  json.dumps([{"qid": "q1"}, {"qid": "q2"}]),
+                                  json.dumps({"qid": "q1"}, indent=2)])
+def test_a_json_document_in_a_jsonl_file_says_so(tmp_path, text):
+    path = tmp_path / "queries.jsonl"
+    path.write_text(text + "\n")
+    with pytest.raises(DataError, match="queries.jsonl holds one JSON document .* not JSON Lines: "
+                                        "write one record per line") as e:
+        list(read_rows(path, "mine"))
+    assert e.value.row == "queries.jsonl line 1"
+
+
+def test_a_lone_surrogate_names_row_and_field():
+    """JSON's "\\ud800" decodes to half a UTF-16 pair, which no later encode survives."""
+    row = json.loads('{"qid": "q1", "question": "ok \\ud800", "answers": ["a", "b\\udfff"]}')
+    f = RowFields("mine", "queries.jsonl line 1", row, "qid")
+    with pytest.raises(DataError, match=r"row 'q1', field 'question': holds a lone surrogate '\\ud800' "
+                                        r"at character 3"):
+        f.get("question", str)
+    with pytest.raises(DataError, match=r"field 'answers\[1\]'"):
+        f.get("answers", "str_list")
+    pair = json.loads('{"qid": "q2", "question": "\\ud83d\\ude00"}')  # a whole pair is one character
+    assert RowFields("mine", "x", pair, "qid").get("question", str) == "\U0001f600"
+
+
 def test_bytes_that_are_not_utf8_name_row_and_field(tmp_path):
     path = tmp_path / "rows.jsonl"
     good = json.dumps({"id": "r1", "text": "fine"}).encode()
