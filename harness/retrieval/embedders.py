@@ -79,7 +79,11 @@ class SentenceTransformerEmbedder:
         """What determines a vector besides the text: part of every embedding cache key."""
         # The default (normalised, model's pooling) keeps its original spelling: existing caches stay valid.
         pooling = f"|pooling={self.pooling}" if self.pooling else ""
-        return f"{self.model}|max_seq={self.max_seq_length}{pooling}"
+        # One text per forward pass makes a vector a function of its text alone; batched, padding
+        # to the longest batch-mate moves it by ~1e-7, which flips near-ties in a ranking, so
+        # batched vectors are kept apart from those.
+        solo = "|solo" if self.batch_size == 1 else ""
+        return f"{self.model}|max_seq={self.max_seq_length}{pooling}{solo}"
 
     def encode(self, texts: Sequence[str], desc: str = "embed", normalize: bool = True) -> np.ndarray:
         """Vectors, one row per text (shape (0, 0) for no texts), L2-normalised unless
@@ -112,7 +116,7 @@ def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], c
     keys = [make_key("embedding", identity, t) for t in texts]
     return np.vstack(cached_batches(
         texts, keys, lambda k: cache.get_array("embeddings", k), lambda k, v: cache.put_array("embeddings", k, v),
-        lambda batch: embedder._encode(batch, normalize), embedder.batch_size * 4, desc))
+        lambda batch: embedder._encode(batch, normalize), max(4 * embedder.batch_size, 256), desc))
 
 
 def cached_batches(texts: Sequence[str], keys: Sequence[str], get: Callable[[str], Any], put: Callable[[str, Any], None],

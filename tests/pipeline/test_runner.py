@@ -61,6 +61,27 @@ def test_warm_run_reads_its_summary_and_chunk_sizes_from_the_cache(make_cfg):
 
 
 @pytest.mark.slow
+def test_results_do_not_depend_on_what_the_cache_held(make_cfg, tmp_path):
+    """The embedding cache's history (which texts earlier runs embedded, so which were
+    encoded together in this one) does not move a single score."""
+    from harness.cache import Cache
+    from harness.pipeline.stages import all_chunks
+    from harness.retrieval.embedders import SentenceTransformerEmbedder
+
+    fresh = Pipeline(make_cfg("chunker.size=120"), log=lambda *_: None)
+    first = fresh.run()
+    texts = [ch.text for ch in all_chunks(fresh.outputs)]
+    seeded = tmp_path / "seeded"
+    SentenceTransformerEmbedder(batch_size=1, cache=Cache(seeded)).encode(texts[::3])  # a different history
+    second = run(make_cfg("chunker.size=120", cache=seeded))
+    assert second.cache_counts["embeddings"]["hits"] > 0 and second.cache_counts["embeddings"]["misses"] > 0
+    def scores(r):
+        return json.dumps([{k: v for k, v in row.items() if "seconds" not in k} for row in r.per_query])
+
+    assert scores(second) == scores(first)
+
+
+@pytest.mark.slow
 def test_changing_budget_reuses_chunks_and_retrieval(make_cfg):
     run(make_cfg("context.budget=4096"))
     r = run(make_cfg("context.budget=300"))

@@ -86,6 +86,18 @@ def test_embeddings_are_normalised_cached_and_shared(tmp_path):
     assert np.allclose(SentenceTransformerEmbedder().encode(texts), v, atol=1e-6)  # no cache: computed directly
 
 
+def test_one_by_one_vectors_do_not_depend_on_their_batch_mates():
+    from harness.data.ohrbench import OHRBench
+
+    text = OHRBench().load().documents[0].text
+    texts = [text[i:i + n] for i, n in zip(range(0, 6000, 150), [40, 300, 90, 700] * 10)]
+    solo = SentenceTransformerEmbedder(batch_size=1)
+    alone = np.vstack([solo.encode([t]) for t in texts[:4]])
+    assert np.array_equal(solo.encode(texts)[:4], alone)  # bit for bit, whatever else is encoded
+    assert np.array_equal(solo.encode(texts[2:] + texts[:2])[-2:], alone[:2])
+    assert solo.identity.endswith("|solo") and "|solo" not in SentenceTransformerEmbedder(batch_size=64).identity
+
+
 def _ranked(*ids):
     return Retrieved("q", tuple((i, 1.0) for i in ids))
 
