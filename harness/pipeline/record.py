@@ -147,6 +147,7 @@ def _runs_in(db: Path) -> str:
 def _unusable(db: Path, uri: str, why: str) -> StoreError:
     first = why.strip().splitlines()[0] if why.strip() else "unknown error"
     if "out-of-date database schema" in why:  # an older MLflow's store, complete: MLflow migrates it
+        first = "its schema is an older MLflow's (" + why.split("(", 1)[-1].split(")")[0] + ")"
         fix = f"back it up, then run `mlflow db upgrade {uri}`"
     else:  # a creation or migration cut short: MLflow cannot finish it (`mlflow db upgrade` fails the same way)
         fix = (f"move it aside (`mv {db} {db}.broken`; it holds {_runs_in(db)}) and rerun: "
