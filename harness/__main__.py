@@ -52,8 +52,8 @@ def main(cfg: DictConfig) -> float | None:
         try:
             run_id, new = record_run(cfg, result, name)
         except StoreError as e:
-            print(f"chunkbench: error: the run is computed and cached, but {e}; then rerun the same command to "
-                  f"record it from the cache", file=sys.stderr)
+            print(f"chunkbench: error: the run is computed and cached, but recording it in {cfg.tracking.uri} "
+                  f"failed: {e}; then rerun the same command to record it from the cache", file=sys.stderr)
             sys.exit(3)
         except Exception as e:  # the server's client has given up its retries (MLFLOW_HTTP_REQUEST_*)
             print(f"chunkbench: error: the run is computed and cached, but recording it in {cfg.tracking.uri} "
