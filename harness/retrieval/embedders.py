@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from harness.cache import Cache, make_key
+from harness.progress import tqdm
 from harness.text import resolve_model
 from harness.types import ConfigError
 

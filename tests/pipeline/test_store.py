@@ -1,0 +1,151 @@
+"""The MLflow store (harness.pipeline.record): created crash-safely, an unusable one refused in one
+line with its repair, a rerun of a recorded run not logged again (tracking.rerun)."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from harness.pipeline.record import StoreError, code_state, open_store, record_run, run_identity
+from harness.pipeline.runner import Pipeline
+from tests.conftest import CONFIGS, REPO, TINY
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+CREATE = "import sys; from harness.pipeline.record import open_store; open_store(sys.argv[1])"
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=ENV, text=True,
+                          capture_output=True, timeout=600)
+
+
+def config(tmp_path: Path, *overrides: str):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose("config", overrides=[*TINY, "retriever=bm25", f"cache.dir={tmp_path / 'cache'}",
+                                            f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", *overrides])
+
+
+def recorded(uri: str) -> list:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    return client.search_runs([e.experiment_id for e in client.search_experiments()])
+
+
+def half_migrated(db: Path) -> None:
+    """A store as a kill during its first migration leaves it: tables of later migrations made,
+    their version not stamped (MLflow then re-runs a migration whose column exists)."""
+    open_store(f"sqlite:///{db}")
+    with sqlite3.connect(db) as con:
+        con.execute("DELETE FROM alembic_version")
+        con.execute("DROP TABLE trace_info")
+
+
+@pytest.mark.slow
+def test_store_creation_killed_at_any_point_then_rerun_records(tmp_path):
+    """SIGKILL a process while it creates the store, at staggered points: each kill leaves no store
+    or a complete one (never a half-migrated one), and a rerun records the run."""
+    interrupted = 0
+    for i, delay in enumerate((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)):
+        db = tmp_path / f"s{i}" / "mlruns.db"
+        db.parent.mkdir()
+        p = subprocess.Popen([sys.executable, "-c", CREATE, f"sqlite:///{db}"], env=ENV,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while not list(db.parent.glob(".mlruns.db.creating-*")) and p.poll() is None and time.time() < deadline:
+            time.sleep(0.005)  # until the schema is being written
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        if not db.exists():
+            interrupted += bool(list(db.parent.glob(".mlruns.db.creating-*")))
+        open_store(f"sqlite:///{db}")  # the rerun: a store left by the kill opens, a missing one is made
+        assert not list(db.parent.glob(".mlruns.db.creating-*"))
+    assert interrupted, "no kill landed while the store was being created"
+    # the last one, through the command line: the run is recorded
+    out = cli(*TINY, "retriever=bm25", f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{db}",
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert len(recorded(f"sqlite:///{db}")) == 1
+
+
+@pytest.mark.parametrize("broken, reason", [("garbage", "not an SQLite database"),
+                                            ("half", "duplicate column name")])
+def test_unusable_store_is_one_line_before_any_work(tmp_path, broken, reason):
+    db = tmp_path / "mlruns.db"
+    if broken == "garbage":
+        db.write_text("not a database\n")
+    else:
+        half_migrated(db)
+    args = [*TINY, "retriever=bm25", f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{db}"]
+    out = cli(*args, cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    line, = out.stderr.strip().splitlines()
+    assert line.startswith(f"chunkbench: error: the MLflow store {db} (tracking.uri=sqlite:///{db}) is unusable (")
+    assert reason in line and f"move it aside (`mv {db} {db}.broken`; it holds " in line
+    assert not (tmp_path / "cache").exists()  # refused before any stage ran
+    if broken == "half":  # the repair it names works
+        db.rename(f"{db}.broken")
+        out = cli(*args, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert len(recorded(f"sqlite:///{db}")) == 1
+
+
+def test_store_in_a_folder_that_is_a_file(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(StoreError, match=r"cannot be created or locked .*point tracking.uri at a writable folder"):
+        open_store(f"sqlite:///{tmp_path / 'file' / 'mlruns.db'}")
+
+
+def test_rerun_of_a_recorded_run_is_not_logged_again(tmp_path):
+    cfg = config(tmp_path)
+    result = Pipeline(cfg, log=lambda *_: None).run()
+    first, new = record_run(cfg, result, "a")
+    assert new
+    assert record_run(cfg, result, "a") == (first, False)  # identical config and code: the recorded run
+    # where the cache lives and where the run is recorded are not what a run is
+    moved = config(tmp_path, f"cache.dir={tmp_path / 'elsewhere'}")
+    assert run_identity(moved) == run_identity(cfg)
+    other = config(tmp_path, "chunker.size=120")
+    assert run_identity(other) != run_identity(cfg)
+    again, new = record_run(config(tmp_path, "tracking.rerun=new"), result, "a")
+    assert new and again != first
+    runs = recorded(cfg.tracking.uri)
+    assert len(runs) == 2 and {r.data.tags["run_identity"] for r in runs} == {run_identity(cfg)}
+
+
+def test_bad_rerun_option_is_refused(tmp_path):
+    out = cli(*TINY, "tracking.rerun=sometimes", f"cache.dir={tmp_path / 'cache'}",
+              f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip() == "chunkbench: error: tracking.rerun must be one of skip, new, got 'sometimes'"
+
+
+def test_code_state_counts_edits_and_untracked_files(tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    clean = code_state(tmp_path)
+    assert len(clean) == 40  # the commit alone
+    (tmp_path / "ignored").mkdir()
+    (tmp_path / "ignored" / "big.bin").write_text("data")
+    assert code_state(tmp_path) == clean  # ignored files are no code
+    (tmp_path / "new_chunker.py").write_text("y = 2\n")
+    untracked = code_state(tmp_path)
+    assert untracked.startswith(clean + "+")
+    (tmp_path / "new_chunker.py").write_text("y = 3\n")
+    assert code_state(tmp_path) not in (untracked, clean)  # its content counts, not only its name
+    (tmp_path / "new_chunker.py").unlink()
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert code_state(tmp_path) not in (untracked, clean)
