@@ -12,15 +12,18 @@ from __future__ import annotations
 import fcntl
 import fnmatch
 import hashlib
+import importlib.util
 import json
 import logging
 import math
 import os
 import platform
+import re
 import shutil
 import sqlite3
 import subprocess
 from contextlib import closing, contextmanager
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -193,6 +196,51 @@ def _initialise(uri: str, close: bool = False) -> None:
         engine.dispose()
 
 
+@lru_cache(maxsize=1)
+def mlflow_schema_head() -> str | None:
+    """The newest schema revision of the installed MLflow, read from its migration files
+    (``revision`` no other ``down_revision`` names) without importing MLflow."""
+    spec = importlib.util.find_spec("mlflow")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    revisions, parents = set(), set()
+    for f in (Path(spec.submodule_search_locations[0]) / "store" / "db_migrations" / "versions").glob("*.py"):
+        text = f.read_text(encoding="utf-8")
+        if m := re.search(r"^revision\s*=\s*['\"](\w+)['\"]", text, re.M):
+            revisions.add(m.group(1))
+        if m := re.search(r"^down_revision\s*=\s*(.+)$", text, re.M):
+            parents.update(re.findall(r"['\"](\w+)['\"]", m.group(1)))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
+def store_is_current(db: Path) -> bool:
+    """Whether the SQLite store ``db`` is at the installed MLflow's schema, read with sqlite3:
+    then it was created whole (creation is atomic, and a migration records its revision only
+    once done), and opening it through MLflow to check it would only cost a second."""
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+            row = con.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.Error:
+        return False
+    return row is not None and row[0] == mlflow_schema_head()
+
+
+def recorded_in_sqlite(db: Path, experiment: str, identity: str) -> str | None:
+    """A FINISHED, active run with this identity in ``experiment`` of the SQLite store ``db``,
+    found with sqlite3 (no MLflow import on a rerun that logs nothing); None if there is none."""
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+            row = con.execute(
+                "SELECT r.run_uuid FROM runs r JOIN experiments e ON r.experiment_id = e.experiment_id "
+                "JOIN tags t ON t.run_uuid = r.run_uuid WHERE e.name = ? AND t.key = ? AND t.value = ? "
+                "AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active' LIMIT 1",
+                (experiment, IDENTITY_TAG, identity)).fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
 def _runs_in(db: Path) -> str:
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
@@ -234,6 +282,8 @@ def open_store(uri: str | None, create: bool = True) -> None:
             with open(db, "rb") as fh:
                 if fh.read(16) != b"SQLite format 3\x00":
                     raise _unusable(db, uri, "not an SQLite database")
+            if store_is_current(db):
+                return
     except OSError as e:
         raise StoreError(f"the MLflow store {db} (tracking.uri={uri}) cannot be created or locked "
                          f"({e.strerror or e}: {e.filename or db}): point tracking.uri at a writable folder") from None
@@ -304,13 +354,18 @@ def recorded_run(client, experiment_id: str, identity: str) -> str | None:
 def record_run(cfg: DictConfig, result: RunResult, run_name: str) -> tuple[str, bool]:
     """The command line's record: ``(run id, True)`` for a newly logged run; with
     ``tracking.rerun=skip`` and an identical run already recorded, ``(its id, False)``."""
+    uri = cfg.tracking.uri
+    identity = run_identity(cfg)
+    skip = cfg.tracking.get("rerun", "skip") == "skip"
+    db = sqlite_path(uri)
+    if skip and db is not None and store_is_current(db):  # the common rerun: no MLflow import
+        if existing := recorded_in_sqlite(db, cfg.experiment_name, identity):
+            return existing, False
     import mlflow
 
-    uri = cfg.tracking.uri
     open_store(uri)
-    identity = run_identity(cfg)
     with store_lock(uri):  # the check and the log at once: of two identical runs, one is logged
-        if cfg.tracking.get("rerun", "skip") == "skip":
+        if skip:
             mlflow.set_tracking_uri(uri)
             experiment = mlflow.get_experiment_by_name(cfg.experiment_name)
             if experiment is not None:
