@@ -42,10 +42,14 @@ def test_run_output_is_quiet_and_a_rerun_is_not_logged_again(tmp_path):
     assert cold.returncode == 0, cold.stderr[-2000:]
     for what, pattern in NOISE.items():
         assert not pattern.search(cold.stdout + cold.stderr), what
-    run_id = re.search(r" mlflow run ([0-9a-f]{8})", cold.stdout).group(1)
-    warm = harness(*args, cwd=tmp_path)
+    run_id = re.search(r"mlflow\s+run\s+([0-9a-f]{8})", cold.stdout).group(1)  # the title may wrap
+    warm = harness(*args, cwd=tmp_path, flags=("-X", "importtime"))
     assert warm.returncode == 0, warm.stderr[-2000:]
-    assert f"already recorded as mlflow run {run_id}" in warm.stdout and "evidence_recall" in warm.stdout
+    said = " ".join(warm.stdout.split())  # the title may wrap
+    assert f"already recorded as mlflow run {run_id}" in said and "evidence_recall" in said
+    imported = {line.split("|")[-1].strip() for line in warm.stderr.splitlines() if line.startswith("import time:")}
+    heavy = {m for m in imported if m.split(".")[0] in ("mlflow", "scipy", "torch", "nltk", "sentence_transformers")}
+    assert "harness.pipeline.runner" in imported and not heavy, sorted(heavy)[:10]  # nothing heavy on a warm rerun
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlruns.db'}")
