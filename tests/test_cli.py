@@ -217,13 +217,14 @@ def test_table_command(store):
     lines = out.splitlines()
     assert lines[:3] == ["", "evidence_recall  (chunkbench, scale=smoke)", "                  BM25Retriever  TfidfRetriever"]
     assert lines[3].split()[0] == "FixedSizeChunker" and all(0 <= float(v) <= 1 for v in lines[3].split()[1:])
-    assert lines[4:6] == ["", "span_recall  (chunkbench, scale=smoke)"] and len(lines) == 8
+    assert lines[4:6] == ["", "span_recall  (chunkbench, scale=smoke)"] and lines[8] == ""
+    assert "retriever._target_ (BM25Retriever, TfidfRetriever)" in lines[9] and lines[10] == "held fixed:"
     # the store of the config's tracking.uri (sqlite:///mlruns.db in the working directory) by default
     out = finish(harness("table", "--metric", "span_recall", "--rows", "params.retriever._target_",
                          "--cols", "params.chunker._target_", cwd=d, module="harness.cli"))
     lines = out.splitlines()
     assert lines[1] == "span_recall  (chunkbench, scale=smoke)" and lines[2].split() == ["FixedSizeChunker"]
-    assert [line.split()[0] for line in lines[3:]] == ["BM25Retriever", "TfidfRetriever"]
+    assert [line.split()[0] for line in lines[3:5]] == ["BM25Retriever", "TfidfRetriever"] and lines[5] == ""
     p = harness("table", "--experiment", "nope", cwd=d, module="harness.cli")
     assert p.communicate(timeout=120)[1].endswith("no finished runs in experiment 'nope' at sqlite:///mlruns.db\n")
     assert p.returncode == 1
