@@ -16,7 +16,7 @@ from harness.types import ConfigError, DataError  # noqa: E402
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def main(cfg: DictConfig) -> float | None:
-    from harness.pipeline.preflight import check_job
+    from harness.pipeline.preflight import check_job, check_objective
     from harness.pipeline.record import log_run
     from harness.pipeline.runner import Pipeline
     from harness.report.summary import print_summary
@@ -25,6 +25,7 @@ def main(cfg: DictConfig) -> float | None:
     try:
         check_job(cfg, hydra_cfg.launcher)
         pipeline = Pipeline(cfg)  # builds and validates every component before any work
+        check_objective(cfg.objective, pipeline.c.metrics, hydra_cfg.overrides.task)
         result = pipeline.run()
     except (ConfigError, DataError) as e:
         print(f"chunkbench: error: {e}", file=sys.stderr)

@@ -243,11 +243,13 @@ def test_compare_command(store):
 
 
 def test_run_whose_recording_fails_keeps_its_results_and_rerun_records_them(tmp_path):
-    """The store cannot be written (its folder is a file): the run exits 3 with one line, its
-    stages stay cached, and the same command against a working store only records them."""
-    (tmp_path / "blocked").write_text("")
+    """The store cannot be used (a file that is no database, which only opening it shows; a store
+    that cannot be written at all is refused before any stage: tests/pipeline/test_bad_inputs.py):
+    the run exits 3 with one line, its stages stay cached, and the same command against a working
+    store only records them."""
+    (tmp_path / "broken.db").write_bytes(b"not a database\n" * 512)
     args = [*TINY, f"cache.dir={tmp_path / 'cache'}"]
-    p = harness(*args, f"tracking.uri=sqlite:///{tmp_path / 'blocked' / 'mlruns.db'}", cwd=tmp_path)
+    p = harness(*args, f"tracking.uri=sqlite:///{tmp_path / 'broken.db'}", cwd=tmp_path)
     out, err = p.communicate(timeout=600)
     assert p.returncode == 3, err[-2000:]
     assert "the run is computed and cached, but recording it in sqlite:///" in err.strip().splitlines()[-1]

@@ -74,3 +74,4 @@ def test_bundled_model_answer_run_shows_the_rate(tmp_path):
                        cwd=tmp_path, text=True, capture_output=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "respond: 100%" in p.stderr and "3/3" in p.stderr and "answer " in p.stderr and "tok/s" in p.stderr
+    assert "generate (1 prompt)" in p.stderr  # within a batch: its decoding steps, in tokens
