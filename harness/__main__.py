@@ -29,7 +29,7 @@ def main(cfg: DictConfig) -> float | None:
         resolved = OmegaConf.to_container(cfg)
     offline_when_local({k: v for k, v in resolved.items() if k != "hydra"})
 
-    from harness.pipeline.preflight import check_job
+    from harness.pipeline.preflight import check_job, check_objective
     from harness.pipeline.record import StoreError, check_store_options, open_store, record_run
     from harness.pipeline.runner import Pipeline
     from harness.report.summary import print_summary
@@ -41,6 +41,7 @@ def main(cfg: DictConfig) -> float | None:
             check_store_options(cfg)
             open_store(cfg.tracking.uri, create=False)
         pipeline = Pipeline(cfg)  # builds and validates every component before any work
+        check_objective(cfg.objective, pipeline.c.metrics, hydra_cfg.overrides.task)
         result = pipeline.run()
     except (ConfigError, DataError) as e:
         print(f"chunkbench: error: {e}", file=sys.stderr)

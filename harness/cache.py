@@ -7,6 +7,11 @@ place, so a reader (another process of a sweep, possibly on a shared filesystem)
 sees either nothing or a whole entry; two writers of one key write the same bytes,
 so the last rename wins harmlessly. A killed run leaves at most a stray temp file.
 
+Each entry starts with :data:`MAGIC` and the sha256 of its payload. An entry whose payload does
+not match (truncated, overwritten, damaged on disk) is reported in one warning line naming the
+key and the file, removed, and recomputed as a miss; an entry written before checksums (no
+header) is a plain miss, recomputed once.
+
 Concurrent jobs of a sweep that need the same entry do not both compute it: :meth:`Cache.lock`
 is an exclusive ``flock`` on a per-key lock file under ``<dir>/.locks``; the runner takes it
 around computing a stage, and a job that waited finds the entry stored when the lock is
@@ -27,6 +32,7 @@ import hashlib
 import json
 import os
 import pickle
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -52,6 +58,8 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+MAGIC = b"chunkbench-cache-1\n"  # then the payload's sha256 (32 bytes), then the payload
+DIGEST_BYTES = 32
 CACHE_TARGET = "harness.cache.open_cache"  # the `_target_` of the top-level `cache:` config node
 _OPEN: dict[Path, "Cache"] = {}
 
@@ -103,6 +111,7 @@ class Cache:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC + hashlib.sha256(data).digest())
                 f.write(data)
             os.replace(tmp, path)
         except BaseException:
@@ -111,13 +120,35 @@ class Cache:
 
     def _read(self, namespace: str, key: str) -> bytes | None:
         """The entry's bytes, or None; counts a hit or a miss for ``namespace``."""
+        path = self._path(namespace, key)
         try:
-            data = self._path(namespace, key).read_bytes()
+            data = path.read_bytes()
         except FileNotFoundError:
+            data = None
+        payload = None if data is None else self._checked(path, data)
+        if payload is None:
             self.misses[namespace] += 1
             return None
         self.hits[namespace] += 1
-        return data
+        return payload
+
+    @staticmethod
+    def _checked(path: Path, data: bytes) -> bytes | None:
+        """The payload of a whole entry; None (the entry removed, a damaged one reported) otherwise."""
+        if not data.startswith(MAGIC):
+            problem = None  # written before entries carried a checksum: recomputed, nothing to report
+        elif len(data) < len(MAGIC) + DIGEST_BYTES:
+            problem = "truncated"
+        else:
+            digest, payload = data[len(MAGIC):len(MAGIC) + DIGEST_BYTES], data[len(MAGIC) + DIGEST_BYTES:]
+            if hashlib.sha256(payload).digest() == digest:
+                return payload
+            problem = "its checksum does not match (truncated or overwritten)"
+        if problem:
+            print(f"chunkbench: warning: cache entry {path.parent.parent.name}/{path.name} is damaged ({problem}): "
+                  f"removed and recomputed ({path})", file=sys.stderr, flush=True)
+        path.unlink(missing_ok=True)
+        return None
 
     def get(self, namespace: str, key: str) -> Any | None:
         """The stored object, or None."""

@@ -142,7 +142,10 @@ def parser() -> argparse.ArgumentParser:
     two_runs.add_argument("run_a")
     two_runs.add_argument("run_b")
 
-    p = sub.add_parser("table", parents=[store], help="tables of recorded runs: one metric per table")
+    p = sub.add_parser("table", parents=[store], help="tables of recorded runs: one metric per table",
+                       description="The latest finished run per cell. A parameter that differs between runs of "
+                                   "one cell (dataset, budget, query limit...) joins the row label; under the "
+                                   "tables, what varied and what was held fixed (harness.report.runs).")
     p.add_argument("--experiment", default=None, help="MLflow experiment (default: the config's experiment_name)")
     p.add_argument("--rows", default="params.chunker._target_")
     p.add_argument("--cols", default="params.retriever._target_")
@@ -151,7 +154,8 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", parents=[two_runs], help="paired test of two runs' per-query scores",
                        description="B's mean minus A's with a bootstrap 95% interval and a paired permutation "
-                                   "p-value, over the queries both runs scored (harness.report.compare).")
+                                   "p-value, over the queries both runs scored (harness.report.compare). A run "
+                                   "id may be any prefix naming one run, e.g. the 8 characters a run prints.")
     p.add_argument("--metric", action="append", help="repeatable; default: evidence_recall")
     p.set_defaults(run=compare)
 

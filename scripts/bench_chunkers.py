@@ -19,10 +19,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-import pandas as pd
-
-from harness.pipeline.runner import Pipeline
-from harness.report import registry
+# The harness (torch, the embedder) loads only once the options are parsed: `--help` answers at once.
 
 # Settings the papers compare beyond a config's defaults: chunker -> [(label suffix, overrides)].
 VARIANTS = {
@@ -41,6 +38,8 @@ COLUMNS = {"chunks_per_doc": "chunks/doc", "chunk_size_mean": "mean tokens", "ch
 
 def methods() -> list[tuple[str, str, list[str]]]:
     """(chunker, label, overrides) of every method, in the registry's order."""
+    from harness.report import registry
+
     names = [n for n in registry.choices("chunker") if not registry.needs_llm(n)]
     if unknown := set(VARIANTS) - set(names):
         raise SystemExit(f"VARIANTS names no chunker of configs/chunker without an LLM: {sorted(unknown)}")
@@ -56,20 +55,27 @@ def methods() -> list[tuple[str, str, list[str]]]:
 def for_context(method: list[str], common: list[str]) -> list[str]:
     """``common`` without the ``context.<key>`` overrides the method's assembler has no key for
     (a top-k assembler has no budget)."""
+    from harness.report import registry
+
     context = registry.compose([*method, *(o for o in common if not o.startswith("context."))]).context
     return [o for o in common if not o.startswith("context.") or o.split("=", 1)[0].split(".")[1] in context]
 
 
 def run(overrides: list[str], cache: str) -> dict[str, float]:
+    from harness.pipeline.runner import Pipeline
+    from harness.report import registry
+
     cfg = registry.compose([f"cache.dir={cache}", "tracking=none", *overrides])
     return Pipeline(cfg, log=lambda *_: None).run().metrics
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="write the table (markdown) here too")
     parser.add_argument("--only", default=None, help="comma-separated chunker names or method labels to run")
     args, overrides = parser.parse_known_args()
+    import pandas as pd
+
     common = [*COMMON, *overrides]
     todo = methods()
     only = set(args.only.split(",")) if args.only else None

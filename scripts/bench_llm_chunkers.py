@@ -21,8 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from harness.pipeline.components import build_component
-from harness.report import registry
+# The harness loads only once the options are parsed: `--help` answers at once.
 
 # What each chunker counts as a parse failure, and as any fallback (its doc_counts keys); a
 # chunker not named here has neither (rates print as nan).
@@ -41,6 +40,8 @@ FAILURES = {"lumber": (("parse_failures",), ("parse_failures", "invalid_ids")),
 
 
 def load_doc(cfg, doc_id: str | None, words: int):
+    from harness.pipeline.components import build_component
+
     docs = build_component(cfg.dataset, "dataset").load().documents
     doc = next(d for d in docs if d.doc_id == doc_id) if doc_id else docs[0]
     if words:
@@ -51,6 +52,9 @@ def load_doc(cfg, doc_id: str | None, words: int):
 
 
 def bench(name: str, overrides: list[str], doc_id: str | None, words: int) -> dict:
+    from harness.pipeline.components import build_component
+    from harness.report import registry
+
     # llm.cache=null: the seconds are of model calls, none may come from the LLM-call cache
     cfg = registry.compose([f"chunker={name}", "tracking=none", "llm.cache=null", *overrides])
     doc = load_doc(cfg, doc_id, words)
@@ -74,12 +78,14 @@ def bench(name: str, overrides: list[str], doc_id: str | None, words: int) -> di
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunkers", default=None, help="comma-separated; default: every LLM chunker")
     parser.add_argument("--words", type=int, default=3000, help="cut the document to this many words (0 = whole)")
     parser.add_argument("--doc", default=None, help="document id (default: the dataset's first)")
     parser.add_argument("--out", type=Path, default=None, help="append the results (markdown) here too")
     args, overrides = parser.parse_known_args()
+    from harness.report import registry
+
     llm_chunkers = [n for n in registry.choices("chunker") if registry.needs_llm(n)]
     names = args.chunkers.split(",") if args.chunkers else llm_chunkers
     if unknown := set(names) - set(llm_chunkers):

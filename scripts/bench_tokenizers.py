@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness.data.ohrbench import OHRBench
-from harness.llm.tokens import PREFIX, READER, tokenizer_for
+# The harness loads only once the options are parsed: `--help` answers at once.
 
 
 def best_seconds(fn, texts: list[str], repeat: int) -> float:
@@ -33,6 +32,9 @@ def main() -> None:
     ap.add_argument("--names", default="bundled,cl100k,o200k,reader")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    from harness.data.ohrbench import OHRBench
+    from harness.llm.tokens import PREFIX, READER, tokenizer_for
+
     texts = [d.text for d in OHRBench().load().documents]
     mb = sum(len(t.encode()) for t in texts) / 1e6
     print(f"OHR-Bench sample: {len(texts)} documents, {mb:.3f} MB")

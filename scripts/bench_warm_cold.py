@@ -8,6 +8,7 @@ temporary cache and store), so process start, imports and MLflow logging are inc
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -27,12 +28,15 @@ def timed_run(overrides: list[str]) -> float:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides of `python -m harness`, e.g. chunker=sentence")
+    given = ap.parse_args().overrides
     with tempfile.TemporaryDirectory() as tmp:
         overrides = [f"cache.dir={tmp}/cache", f"tracking.uri=sqlite:///{tmp}/mlruns.db",
-                     f"hydra.run.dir={tmp}/outputs", *sys.argv[1:]]
+                     f"hydra.run.dir={tmp}/outputs", *given]
         cold = timed_run(overrides)
         warm = timed_run(overrides)
-    print(f"overrides: {' '.join(sys.argv[1:]) or '(defaults)'}")
+    print(f"overrides: {' '.join(given) or '(defaults)'}")
     print(f"cold run: {cold:.1f} s   warm run: {warm:.1f} s   warm/cold: {warm / cold:.1%}")
 
 

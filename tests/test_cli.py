@@ -218,13 +218,14 @@ def test_table_command(store):
     lines = out.splitlines()
     assert lines[:3] == ["", "evidence_recall  (chunkbench, scale=smoke)", "                  BM25Retriever  TfidfRetriever"]
     assert lines[3].split()[0] == "FixedSizeChunker" and all(0 <= float(v) <= 1 for v in lines[3].split()[1:])
-    assert lines[4:6] == ["", "span_recall  (chunkbench, scale=smoke)"] and len(lines) == 8
+    assert lines[4:6] == ["", "span_recall  (chunkbench, scale=smoke)"] and lines[8] == ""
+    assert "retriever._target_ (BM25Retriever, TfidfRetriever)" in lines[9] and lines[10] == "held fixed:"
     # the store of the config's tracking.uri (sqlite:///mlruns.db in the working directory) by default
     out = finish(harness("table", "--metric", "span_recall", "--rows", "params.retriever._target_",
                          "--cols", "params.chunker._target_", cwd=d, module="harness.cli"))
     lines = out.splitlines()
     assert lines[1] == "span_recall  (chunkbench, scale=smoke)" and lines[2].split() == ["FixedSizeChunker"]
-    assert [line.split()[0] for line in lines[3:]] == ["BM25Retriever", "TfidfRetriever"]
+    assert [line.split()[0] for line in lines[3:5]] == ["BM25Retriever", "TfidfRetriever"] and lines[5] == ""
     p = harness("table", "--experiment", "nope", cwd=d, module="harness.cli")
     assert p.communicate(timeout=120)[1].endswith("no finished runs in experiment 'nope' at sqlite:///mlruns.db\n")
     assert p.returncode == 1
@@ -243,11 +244,13 @@ def test_compare_command(store):
 
 
 def test_run_whose_recording_fails_keeps_its_results_and_rerun_records_them(tmp_path):
-    """The store cannot be written (its folder is a file): the run exits 3 with one line, its
-    stages stay cached, and the same command against a working store only records them."""
-    (tmp_path / "blocked").write_text("")
+    """The store cannot be used (a file that is no database, which only opening it shows; a store
+    that cannot be written at all is refused before any stage: tests/pipeline/test_bad_inputs.py):
+    the run exits 3 with one line, its stages stay cached, and the same command against a working
+    store only records them."""
+    (tmp_path / "broken.db").write_bytes(b"not a database\n" * 512)
     args = [*TINY, f"cache.dir={tmp_path / 'cache'}"]
-    p = harness(*args, f"tracking.uri=sqlite:///{tmp_path / 'blocked' / 'mlruns.db'}", cwd=tmp_path)
+    p = harness(*args, f"tracking.uri=sqlite:///{tmp_path / 'broken.db'}", cwd=tmp_path)
     out, err = p.communicate(timeout=600)
     assert p.returncode == 3, err[-2000:]
     assert "the run is computed and cached, but recording it in sqlite:///" in err.strip().splitlines()[-1]

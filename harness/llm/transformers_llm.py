@@ -86,8 +86,12 @@ class TransformersLLM(LLM):
             torch.manual_seed(sampling.seed)
         if sampling.stop:
             kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
-        with torch.inference_mode():
-            out = model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)
+        progress = step_bar(len(ids), sampling.max_tokens)
+        try:
+            with torch.inference_mode():
+                out = model.generate(input_ids=input_ids, attention_mask=mask, streamer=progress, **kwargs)
+        finally:
+            progress.end()
         texts, stop_ids = [], self._stop_ids()
         for row in out[:, width:].tolist():
             eos = [i for i, t in enumerate(row) if t in stop_ids]
@@ -167,6 +171,30 @@ class TransformersLLM(LLM):
     def _token_logprobs(self, texts: list[str]) -> list[list[float]]:
         # An empty prompt tokenises to [BOS] when the tokenizer adds one, else to nothing.
         return self._logprobs([""] * len(texts), texts)
+
+
+def step_bar(rows: int, max_tokens: int):
+    """A transient bar over one batch's decoding steps, in tokens (rows per step) and tokens/s:
+    on a CPU one batch at a long context takes minutes, first reading the prompts (the bar at 0),
+    then generating. A ``transformers`` streamer: ``generate`` pushes the prompts, then each step."""
+    from tqdm.auto import tqdm
+    from transformers.generation.streamers import BaseStreamer
+
+    class StepBar(BaseStreamer):
+        def __init__(self):
+            self.bar = tqdm(total=max_tokens, desc=f"generate ({rows} prompt{'s' if rows > 1 else ''})", unit="tok",
+                            unit_scale=rows, leave=False)
+            self.prompts_read = False
+
+        def put(self, value) -> None:
+            if self.prompts_read:
+                self.bar.update(1)
+            self.prompts_read = True  # the first push is the prompts themselves
+
+        def end(self) -> None:
+            self.bar.close()
+
+    return StepBar()
 
 
 def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:

@@ -5,9 +5,14 @@ process): SLURM's ``sbatch`` and the partition when the launcher is ``submitit_s
 tracking server when ``tracking.uri`` is one, and that ``cache.dir`` is writable. A cluster
 sweep that would fail in every job fails here instead, before any job is queued.
 
+Also before anything runs: every interpolation of the config resolves (an override's
+``${...}``), a local tracking store (``sqlite:///...``) can be created and written, and every
+OpenAI-compatible server a stage's model is served by answers (:func:`check_llm_servers`).
+
 At the start of each job (:func:`check_job`, on the node that runs it): a job whose config asks
 for a GPU (the launcher's ``gpus_per_task``/``gpus_per_node``, or ``embedder.device=cuda...``)
-and sees none stops at once rather than running on the CPU for hours.
+and sees none stops at once rather than running on the CPU for hours. Once its components are
+built: a sweep objective the run's metrics do not record (:func:`check_objective`).
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ import subprocess
 import sys
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from harness.types import ConfigError
@@ -31,24 +38,70 @@ from harness.types import ConfigError
 SLURM_LAUNCHER = "SlurmLauncher"  # the tail of hydra-submitit-launcher's `_target_`
 
 
+def folder_takes_files(path: Path) -> None:
+    """``path``, or the nearest existing folder above it (where it will be made), takes a file;
+    the probe is removed. Raises OSError saying why not."""
+    path = path.absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise NotADirectoryError(20, "Not a directory", str(existing))
+    with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
+        pass
+
+
 def check_cache_dir(dir: str) -> None:
     """The folder, or the nearest existing folder above it (where it will be made), must take a
     file; nothing is left behind, so a run that fails later has created nothing."""
-    path = Path(dir).absolute()
-    existing = next(p for p in (path, *path.parents) if p.exists())
     try:
-        if not existing.is_dir():
-            raise NotADirectoryError(20, "Not a directory", str(existing))
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
-            pass
+        folder_takes_files(Path(dir))
     except OSError as e:
         raise ConfigError(f"cache.dir={dir} is not writable ({e.strerror or e}): every job stores its "
                           f"stages there; point cache.dir at a shared folder this user can write") from None
 
 
+# The stores MLflow 3 opens; a file store (`file:`, a bare folder) it refuses.
+DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+SERVER_SCHEMES = ("http", "https", "databricks")
+
+
+def check_local_store(uri: str) -> None:
+    """A tracking URI that is no store MLflow 3 opens, or a SQLite file that cannot be created or
+    written, is refused before any stage runs (not after all of them)."""
+    scheme = urllib.parse.urlsplit(uri).scheme.split("+")[0].lower() if "://" in uri or ":" in uri else ""
+    if scheme in ("", "file") or len(scheme) == 1:  # a bare path (or a Windows drive letter): a file store
+        if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() == "true":
+            return
+        raise ConfigError(f"tracking.uri={uri}: a file store, which MLflow 3 refuses; use a SQLite store "
+                          f"(tracking.uri=sqlite:///mlruns.db, the default) or a server (http://host:5000)")
+    if scheme not in DATABASE_SCHEMES + SERVER_SCHEMES:
+        raise ConfigError(f"tracking.uri={uri}: not a tracking store MLflow opens (scheme {scheme!r}); use "
+                          f"sqlite:///PATH.db (the default: sqlite:///mlruns.db), http(s)://HOST:PORT, or a database URL")
+    if scheme != "sqlite":
+        return
+    if not uri.startswith("sqlite:///") or uri in ("sqlite:///", "sqlite:///:memory:"):
+        raise ConfigError(f"tracking.uri={uri}: a SQLite store is a file, sqlite:///relative/path.db or "
+                          f"sqlite:////absolute/path.db (the default: sqlite:///mlruns.db)")
+    db = Path(uri[len("sqlite:///"):].split("?", 1)[0])
+    try:
+        if db.is_dir():
+            raise IsADirectoryError(21, "Is a directory", str(db))
+        if db.exists():
+            if not os.access(db, os.R_OK | os.W_OK):
+                raise PermissionError(13, "Permission denied", str(db))
+        folder_takes_files(db.parent)
+    except OSError as e:
+        raise ConfigError(f"tracking.uri={uri}: the store {db} cannot be written ({e.strerror or e}); point "
+                          f"tracking.uri at a file in a folder this user can write, or tracking=none") from None
+
+
 def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
-    """An http(s) tracking URI must answer MLflow's /health; local stores need no check."""
-    if not uri or not uri.startswith(("http://", "https://")):
+    """An http(s) tracking URI must answer MLflow's /health; a local store must be one MLflow
+    opens and can write (:func:`check_local_store`)."""
+    if not uri or not str(uri).strip():
+        raise ConfigError("tracking.uri is empty: give a store (sqlite:///mlruns.db, the default), "
+                          "or tracking=none to record nothing")
+    if not uri.startswith(("http://", "https://")):
+        check_local_store(uri)
         return
     try:
         with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as r:
@@ -83,14 +136,85 @@ def check_slurm(launcher: Any) -> None:
                               f"(this cluster has: {', '.join(known) or 'none'})")
 
 
+def check_interpolations(cfg: DictConfig) -> dict[str, Any]:
+    """The run's config (without Hydra's own node) resolved: an interpolation naming no key,
+    e.g. ``chunker.size=${nope}``, is named here, before any component is built."""
+    try:
+        return {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
+                for k in cfg if k != "hydra"}
+    except OmegaConfBaseException as e:
+        key = getattr(e, "full_key", None) or "the config"
+        message = str(e).splitlines()[0]
+        if "oc.env" in message or "Environment variable" in message:
+            raise ConfigError(f"{key}: {message}; set it in the environment, or override {key}") from None
+        raise ConfigError(f"{key}: {message}; an interpolation ${{...}} must name a key of the config "
+                          f"(e.g. ${{context.budget}}); quote an override whose value is text with '$'") from None
+
+
+OPENAI_TARGET = "harness.llm.openai_llm.OpenAILLM"
+
+
+def served_models(resolved: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
+    """base_url -> (the first config key whose model is served there, its api_key) for every
+    OpenAI-compatible model a stage will call: the top-level ``llm`` node only counts where a
+    component takes it (``llm: ${llm}`` in a chunker, the responder, a metric)."""
+    found: dict[str, tuple[str, str | None]] = {}
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            if node.get("_target_") == OPENAI_TARGET and node.get("base_url"):
+                found.setdefault(str(node["base_url"]), (where, node.get("api_key")))
+            for k, v in node.items():
+                walk(v, f"{where}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{where}[{i}]")
+
+    for group, node in resolved.items():
+        if group != "llm":
+            walk(node, group)
+    return found
+
+
+def check_llm_servers(resolved: dict[str, Any], timeout: float = 5.0) -> None:
+    """Every OpenAI-compatible server a stage's model is served by answers ``GET base_url/models``
+    (any HTTP answer, an authentication error included, shows a server is there)."""
+    for base_url, (where, api_key) in served_models(resolved).items():
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {key}"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout):
+                continue
+        except urllib.error.HTTPError:
+            continue  # a server answered
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            reason = str(getattr(e, "reason", e))
+        raise ConfigError(f"{where}.base_url={base_url}: no OpenAI-compatible server answers ({reason}); start "
+                          f"it (e.g. `vllm serve MODEL --port PORT`) or fix llm.base_url, or use llm=transformers")
+
+
+def check_objective(objective: str, metrics: Any, overrides: Sequence[str] = ()) -> None:
+    """An objective given on the command line (``overrides``: the job's, Hydra's
+    ``overrides.task``) must be a name the run's metrics record; the default one is left alone
+    (a run of other metrics simply has no objective value)."""
+    from harness.metrics.keys import is_recorded, recorded_keys
+
+    explicit = any(o.split("=", 1)[0].lstrip("+~") == "objective" for o in overrides)
+    if explicit and not is_recorded(str(objective), metrics):
+        raise ConfigError(f"objective={objective}: the run's metrics record no such value; they record "
+                          f"{', '.join(sorted(recorded_keys(metrics)))} (and run statistics such as n_chunks)")
+
+
 def check_submission(cfg: DictConfig) -> None:
     """Everything a sweep's jobs will need that can be checked from the submitting host."""
+    resolved = check_interpolations(cfg)
     launcher = cfg.get("hydra", {}).get("launcher", {}) or {}
     if str(launcher.get("_target_", "")).endswith(SLURM_LAUNCHER):
         check_slurm(launcher)
     check_cache_dir(str(cfg.cache.dir))
     if cfg.tracking.enabled:
         check_tracking(cfg.tracking.uri)
+    check_llm_servers(resolved)
 
 
 def gpus_visible() -> int:

@@ -2,6 +2,9 @@
 
     python -m harness.cli compare RUN_ID_A RUN_ID_B --metric evidence_recall [--uri sqlite:///mlruns.db]
 
+A run id may be shortened to any prefix that names one run of the store (the 8 characters a
+run's summary prints).
+
 Reads each run's ``per_query.jsonl`` artifact from MLflow, pairs queries by id, and prints both
 means, the mean difference (B - A) with its bootstrap 95% interval, and the p-value of a paired
 permutation test (``harness.statistics.paired_test``). The runs must share a dataset
@@ -15,6 +18,30 @@ import os
 from pathlib import Path
 
 from harness.statistics import paired_test
+from harness.types import ConfigError
+
+
+def resolve_run_id(uri: str, given: str) -> str:
+    """The full id of the one run of the store whose id starts with ``given``."""
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    experiments = [e.experiment_id for e in client.search_experiments(view_type=mlflow.entities.ViewType.ALL)]
+    found, token = [], None
+    while experiments:  # every run of every experiment, page by page (ids are not searchable by prefix)
+        page = client.search_runs(experiments, run_view_type=mlflow.entities.ViewType.ALL, max_results=50000,
+                                  page_token=token)
+        found += [r.info.run_id for r in page if r.info.run_id.startswith(given.lower())]
+        token = page.token
+        if not token:
+            break
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ConfigError(f"run {given!r}: no run of {uri} has an id starting so; "
+                          f"list the runs with `python -m harness.cli table --uri {uri}`")
+    raise ConfigError(f"run {given!r} is ambiguous: {len(found)} runs of {uri} start so "
+                      f"({', '.join(sorted(f[:12] for f in found)[:5])}...); give more characters")
 
 
 def per_query(uri: str, run_id: str) -> dict[str, dict]:
@@ -22,6 +49,7 @@ def per_query(uri: str, run_id: str) -> dict[str, dict]:
     import mlflow
 
     mlflow.set_tracking_uri(uri)
+    run_id = resolve_run_id(uri, run_id)
     path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="per_query.jsonl")
     return {row["qid"]: row for row in map(json.loads, Path(path).read_text(encoding="utf-8").splitlines())}
 

@@ -16,6 +16,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tqdm.auto import tqdm
+
 from harness.llm.base import LLM, Sampling
 from harness.types import Answer, ConfigError, Context, Query
 
@@ -73,18 +75,42 @@ class LLMResponder:
         names = [self.pick(q, dataset) for q in queries]
         prompts = [self.prompt(q, c, n) for q, c, n in zip(queries, contexts, names)]
         answers: list[Answer | None] = [None] * len(queries)
-        # One batched call per template (answer lengths differ between templates).
-        for name in dict.fromkeys(names):
-            idx = [i for i, n in enumerate(names) if n == name]
-            sampling = Sampling(temperature=self.temperature, max_tokens=self.max_tokens or self.templates[name].max_tokens)
-            t0 = time.perf_counter()
-            if self.use_chat:
-                texts = self.llm.chat([[{"role": "user", "content": prompts[i]}] for i in idx], sampling, desc="respond")
-                counted = [self.llm.apply_chat_template([{"role": "user", "content": prompts[i]}]) for i in idx]
-            else:
-                texts = self.llm.generate([prompts[i] for i in idx], sampling, desc="respond")
-                counted = [prompts[i] for i in idx]
-            per_query = (time.perf_counter() - t0) / len(idx)
-            for i, text, full in zip(idx, texts, counted):
-                answers[i] = Answer(queries[i].qid, text.strip(), self.llm.count_tokens(full), per_query)
+        # Per template (answer lengths differ between templates), one batch of llm.batch_size questions
+        # at a time, so that the bar moves batch by batch (a CPU batch at a 4096-token context takes
+        # minutes); each answer is cached on its own, so the batching is in no cache key.
+        with tqdm(total=len(queries), desc="respond", unit="question", disable=len(queries) < 2) as bar:
+            seconds, prompt_tokens, tokens = 0.0, 0, 0
+            for name in dict.fromkeys(names):
+                idx = [i for i, n in enumerate(names) if n == name]
+                sampling = Sampling(temperature=self.temperature,
+                                    max_tokens=self.max_tokens or self.templates[name].max_tokens)
+                for b in range(0, len(idx), self.llm.batch_size):
+                    batch = idx[b:b + self.llm.batch_size]
+                    before, read, t0 = self.llm.stats.generated_tokens, self.llm.stats.prompt_tokens, time.perf_counter()
+                    texts, counted = self.answer(batch, prompts, sampling)
+                    elapsed = time.perf_counter() - t0
+                    for i, text, full in zip(batch, texts, counted):
+                        answers[i] = Answer(queries[i].qid, text.strip(), self.llm.count_tokens(full),
+                                            elapsed / len(batch))
+                    if generated := self.llm.stats.generated_tokens - before:  # 0: every answer from the cache
+                        seconds, tokens = seconds + elapsed, tokens + generated
+                        prompt_tokens += self.llm.stats.prompt_tokens - read
+                        bar.set_postfix_str(rate(prompt_tokens, tokens, seconds), refresh=False)
+                    bar.update(len(batch))
         return answers
+
+    def answer(self, batch: list[int], prompts: list[str], sampling: Sampling) -> tuple[list[str], list[str]]:
+        """The model's answers to ``prompts[i]`` for i in ``batch``, and the text whose tokens are
+        the prompt's length (the chat template applied)."""
+        if self.use_chat:
+            texts = self.llm.chat([[{"role": "user", "content": prompts[i]}] for i in batch], sampling, desc="batch")
+            return texts, [self.llm.apply_chat_template([{"role": "user", "content": prompts[i]}]) for i in batch]
+        return self.llm.generate([prompts[i] for i in batch], sampling, desc="batch"), [prompts[i] for i in batch]
+
+
+def rate(prompt_tokens: int, generated: int, seconds: float) -> str:
+    """Prompt and generated tokens per second of model time (answers read from the cache count
+    for nothing); on a CPU the prompts (the context) take most of it."""
+    if seconds <= 0:
+        return ""
+    return f"prompt {prompt_tokens / seconds:.0f} tok/s, answer {generated / seconds:.1f} tok/s"

@@ -1,0 +1,142 @@
+"""Bad input that is no data: each one line `chunkbench: error: ...` naming the culprit and what to
+do, exit 2, before any stage runs (nothing is cached). Checks by hand, then through the real
+command line."""
+
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from harness.pipeline import preflight
+from harness.types import ConfigError
+from tests.conftest import TINY
+from tests.test_cli import ENV
+
+
+def closed_port() -> int:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def models_server():
+    """A stand-in OpenAI-compatible server: answers GET /v1/models (401 without the right key)."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            ok = self.path == "/v1/models" and self.headers.get("Authorization") == "Bearer sk-right"
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            self.wfile.write(b'{"data": []}')
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("uri, message", [
+    ("nope://x", "not a tracking store MLflow opens (scheme 'nope')"),
+    (":::garbage", "a file store, which MLflow 3 refuses; use a SQLite store (tracking.uri=sqlite:///mlruns.db"),
+    ("file:///tmp/mlruns", "a file store, which MLflow 3 refuses"),
+    ("mlruns", "a file store, which MLflow 3 refuses"),
+    ("sqlite:////proc/x.db", "the store /proc/x.db cannot be written"),
+    ("sqlite://", "a SQLite store is a file, sqlite:///relative/path.db"),
+    ("", "tracking.uri is empty"),
+])
+def test_tracking_uris_that_cannot_record(uri, message):
+    with pytest.raises(ConfigError, match=f"^(tracking.uri={uri}: )?" + message.replace("(", r"\(").replace(")", r"\)")
+                       .replace(".", r"\.")):
+        preflight.check_tracking(uri)
+
+
+def test_sqlite_store_checks_create_nothing(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ConfigError, match="a-file/x.db cannot be written .Not a directory."):
+        preflight.check_tracking(f"sqlite:///{tmp_path / 'a-file' / 'x.db'}")
+    (tmp_path / "folder.db").mkdir()
+    with pytest.raises(ConfigError, match="Is a directory"):
+        preflight.check_tracking(f"sqlite:///{tmp_path / 'folder.db'}")
+    preflight.check_tracking(f"sqlite:///{tmp_path / 'new' / 'mlruns.db'}")  # a folder to be made
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "folder.db"]
+
+
+def test_file_store_allowed_where_mlflow_is_told_to(monkeypatch):
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    preflight.check_tracking("file:///tmp/mlruns")
+
+
+def test_bad_interpolation_names_its_key(make_cfg):
+    with pytest.raises(ConfigError, match=r"^chunker.size: Interpolation key 'nope' not found; an interpolation"):
+        preflight.check_interpolations(make_cfg("chunker.size=${nope}"))
+    assert preflight.check_interpolations(make_cfg("chunker.size=${context.budget}"))["chunker"]["size"] == 4096
+
+
+def test_llm_server_checked_only_where_a_stage_uses_it(make_cfg, models_server):
+    port = closed_port()
+    down = f"http://127.0.0.1:{port}/v1"
+    for overrides, where in ((["responder=llm"], "responder.llm"), (["chunker=lumber"], "chunker.llm")):
+        cfg = preflight.check_interpolations(make_cfg("llm=openai", f"llm.base_url={down}", *overrides))
+        with pytest.raises(ConfigError, match=rf"^{where}.base_url={down}: no OpenAI-compatible server answers"):
+            preflight.check_llm_servers(cfg, timeout=2)
+    # llm=openai chosen, but no stage calls a model: nothing to reach
+    preflight.check_llm_servers(preflight.check_interpolations(make_cfg("llm=openai", f"llm.base_url={down}")))
+    for key in ("sk-right", "sk-wrong"):  # a server that answers, even "401", is there
+        cfg = make_cfg("llm=openai", f"llm.base_url={models_server}", f"llm.api_key={key}", "responder=llm")
+        preflight.check_llm_servers(preflight.check_interpolations(cfg), timeout=2)
+
+
+def test_objective_must_be_recorded_when_given(make_cfg):
+    from harness.pipeline.components import build_components
+
+    metrics = build_components(make_cfg()).metrics
+    with pytest.raises(ConfigError, match=r"^objective=no_such_metric: the run's metrics record no such value; "
+                                          r"they record evidence_recall, "):
+        preflight.check_objective("no_such_metric", metrics, ["chunker=fixed", "objective=no_such_metric"])
+    preflight.check_objective("span_recall/ci95_low", metrics, ["objective=span_recall/ci95_low"])
+    preflight.check_objective("rouge_l", metrics, [])  # the default objective is not the user's choice
+
+
+# --- through the command line ---------------------------------------------------------------------
+
+def run(tmp_path, *overrides):
+    p = subprocess.run([sys.executable, "-m", "harness", *TINY, f"cache.dir={tmp_path / 'cache'}", *overrides],
+                       cwd=tmp_path, env=ENV, text=True, capture_output=True, timeout=300)
+    return p.returncode, p.stderr
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["chunker.size=${nope}"], "chunker.size: Interpolation key 'nope' not found"),
+    (["tracking.uri=nope://x"], "tracking.uri=nope://x: not a tracking store MLflow opens"),
+    (["tracking.uri=file:./mlruns"], "tracking.uri=file:./mlruns: a file store, which MLflow 3 refuses; "
+                                     "use a SQLite store (tracking.uri=sqlite:///mlruns.db"),
+    (["tracking.uri=sqlite:////proc/x.db"], "tracking.uri=sqlite:////proc/x.db: the store /proc/x.db cannot be written"),
+    (["tracking.uri=sqlite:///a-file/mlruns.db"], "tracking.uri=sqlite:///a-file/mlruns.db: the store a-file/mlruns.db cannot be written (Not a directory)"),
+    (["tracking.uri=http://127.0.0.1:{port}"], "tracking.uri=http://127.0.0.1:{port}: no MLflow server answers"),
+    (["cache.dir=a-file/cache"], "cache.dir=a-file/cache is not writable (Not a directory)"),
+    (["llm=openai", "llm.base_url=http://127.0.0.1:{port}/v1", "responder=llm", "tracking=none"],
+     "responder.llm.base_url=http://127.0.0.1:{port}/v1: no OpenAI-compatible server answers"),
+    (["llm=openai", "llm.base_url=http://127.0.0.1:{port}/v1", "chunker=lumber", "tracking=none"],
+     "chunker.llm.base_url=http://127.0.0.1:{port}/v1: no OpenAI-compatible server answers"),
+    (["objective=no_such_metric", "tracking=none"], "objective=no_such_metric: the run's metrics record no such value"),
+], ids=lambda v: v[0] if isinstance(v, list) else None)
+def test_refused_before_any_stage(tmp_path, overrides, message):
+    (tmp_path / "a-file").write_text("")
+    port = closed_port()
+    code, err = run(tmp_path, *(o.replace("{port}", str(port)) for o in overrides))
+    assert code == 2 and err.count("\n") == 1, err[-3000:]
+    assert err.startswith("chunkbench: error: " + message.replace("{port}", str(port))), err
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "mlruns.db").exists()  # nothing ran
+
+
+def test_unknown_experiment_is_refused_with_the_known_ones(tmp_path):
+    code, err = run(tmp_path, "experiment=nope")
+    assert code != 0 and "Could not find 'experiment/nope'" in err, err[-3000:]
+    assert "hichunk_fc200" in err and "qchunker_controlled" in err  # the available experiments
+    assert not (tmp_path / "cache").exists()

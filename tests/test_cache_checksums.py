@@ -1,0 +1,78 @@
+"""Every cache entry carries a checksum: a truncated or overwritten entry is reported (one line
+naming the key and the file) and recomputed, never used; an entry from before checksums is a
+plain miss. On a real run through the command line too."""
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+
+from harness.cache import MAGIC, Cache
+from tests.conftest import TINY
+from tests.test_cli import ENV
+
+KEY = "ab" * 32
+
+
+def entry(cache: Cache, namespace: str = "stage"):
+    return cache.dir / namespace / KEY[:2] / KEY
+
+
+def test_truncated_entry_is_reported_and_missed(tmp_path, capsys):
+    c = Cache(tmp_path)
+    c.put("stage", KEY, {"x": list(range(100))})
+    data = entry(c).read_bytes()
+    for cut in (len(data) - 10, len(MAGIC) + 5):  # inside the payload, inside the checksum
+        entry(c).write_bytes(data[:cut])
+        assert c.get("stage", KEY) is None and not entry(c).exists()  # removed: the stage recomputes it
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"cache entry stage/{KEY} is damaged" in err and str(entry(c)) in err
+    assert c.misses["stage"] == 2 and c.hits["stage"] == 0
+
+
+def test_same_size_overwrite_is_caught(tmp_path, capsys):
+    c = Cache(tmp_path)
+    c.put_array("embeddings", KEY, np.arange(8))
+    data = bytearray(entry(c, "embeddings").read_bytes())
+    data[-4:] = np.float32(99).tobytes()  # another vector of the same size
+    entry(c, "embeddings").write_bytes(bytes(data))
+    assert c.get_array("embeddings", KEY) is None
+    assert "its checksum does not match" in capsys.readouterr().err
+    c.put_array("embeddings", KEY, np.arange(8))  # recomputed
+    assert c.get_array("embeddings", KEY).tolist() == list(range(8))
+
+
+def test_entry_without_checksum_is_a_quiet_miss(tmp_path, capsys):
+    c = Cache(tmp_path)
+    entry(c).parent.mkdir(parents=True)
+    entry(c).write_bytes(pickle.dumps("written by an older version"))
+    assert c.get("stage", KEY) is None and capsys.readouterr().err == ""
+    c.put("stage", KEY, "again")
+    assert c.get("stage", KEY) == "again"
+
+
+def run(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "harness", *TINY, f"cache.dir={tmp_path / 'cache'}", "tracking=none"],
+                       cwd=tmp_path, env=ENV, text=True, capture_output=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout, p.stderr
+
+
+def table(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("│") and "seconds" not in line]
+
+
+def test_damaged_entries_of_a_real_run_are_recomputed(tmp_path):
+    first, _ = run(tmp_path)
+    cache = tmp_path / "cache"
+    (evaluate,) = [p for p in (cache / "evaluate").rglob("*") if p.is_file()]
+    data = evaluate.read_bytes()
+    evaluate.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))  # other bytes, the same size
+    chunk = next(p for p in (cache / "chunk_doc").rglob("*") if p.is_file())
+    chunk.write_bytes(chunk.read_bytes()[:-7])  # truncated
+    again, err = run(tmp_path)
+    warnings = [line for line in err.splitlines() if line.startswith("chunkbench: warning: cache entry ")]
+    assert len(warnings) == 2 and any(str(evaluate) in w for w in warnings) and any(str(chunk) in w for w in warnings)
+    assert "[evaluate] computed" in again and "[chunk] 3/4 documents from cache" in again
+    assert table(again) == table(first)  # the same results as the first run, not the damaged ones
