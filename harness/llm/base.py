@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tqdm.auto import tqdm
+from harness.progress import tqdm
 
 from harness.cache import Cache, make_key
 from harness.types import ConfigError
