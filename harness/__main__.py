@@ -30,8 +30,9 @@ def main(cfg: DictConfig) -> float | None:
     offline_when_local({k: v for k, v in resolved.items() if k != "hydra"})
 
     from harness.pipeline.preflight import check_job, check_objective
-    from harness.pipeline.record import StoreError, check_store_options, open_store, record_run
+    from harness.pipeline.record import check_store_options, record_run
     from harness.pipeline.runner import Pipeline
+    from harness.pipeline.store import StoreError, open_store
     from harness.report.summary import print_summary
 
     hydra_cfg = HydraConfig.get()

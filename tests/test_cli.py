@@ -243,17 +243,36 @@ def test_compare_command(store):
     assert "has no per-query metric 'nope'" in p.communicate(timeout=120)[1] and p.returncode == 1
 
 
-def test_run_whose_recording_fails_keeps_its_results_and_rerun_records_them(tmp_path):
-    """The store cannot be used (a file that is no database, which only opening it shows; a store
-    that cannot be written at all is refused before any stage: tests/pipeline/test_bad_inputs.py):
+def test_run_whose_recording_fails_keeps_its_results_and_rerun_records_them(tmp_path, monkeypatch):
+    """The tracking server answers its health check (so the run starts) but fails every API call
+    (a store that cannot be used at all is refused before any stage: tests/pipeline/test_bad_inputs.py):
     the run exits 3 with one line, its stages stay cached, and the same command against a working
     store only records them."""
-    (tmp_path / "broken.db").write_bytes(b"not a database\n" * 512)
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class HealthyButBroken(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 503)
+            self.end_headers()
+            self.wfile.write(b"OK" if self.path == "/health" else b"down")
+
+        do_POST = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HealthyButBroken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setitem(ENV, "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # the client gives up at once
     args = [*TINY, f"cache.dir={tmp_path / 'cache'}"]
-    p = harness(*args, f"tracking.uri=sqlite:///{tmp_path / 'broken.db'}", cwd=tmp_path)
-    out, err = p.communicate(timeout=600)
+    try:
+        p = harness(*args, f"tracking.uri=http://127.0.0.1:{server.server_port}", cwd=tmp_path)
+        out, err = p.communicate(timeout=600)
+    finally:
+        server.shutdown()
     assert p.returncode == 3, err[-2000:]
-    assert "the run is computed and cached, but recording it in sqlite:///" in err.strip().splitlines()[-1]
+    assert "the run is computed and cached, but recording it in http://127.0.0.1" in err.strip().splitlines()[-1]
     out = finish(harness(*args, f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", cwd=tmp_path))
     assert "] computed in" not in out  # every stage read back from the cache
     (run,) = runs(f"sqlite:///{tmp_path / 'mlruns.db'}")

@@ -118,10 +118,11 @@ def test_mlflow_ui_is_one_process_that_one_signal_stops(tmp_path, stop):
     uvicorn server; Ctrl-C (SIGINT to the terminal's process group) or `kill PID` (the PID it
     prints) leaves no process behind."""
     port = free_port()
-    p = subprocess.Popen(["make", "-f", str(REPO / "Makefile"), "-o", ".venv/.stamp-setup", "mlflow-ui",
+    p = subprocess.Popen(["make", "--no-print-directory", "-f", str(REPO / "Makefile"), "-o", ".venv/.stamp-setup",
+                          "mlflow-ui",
                           f"BIN={Path(sys.executable).parent}", f"MLFLOW_UI_PORT={port}"],
-                         cwd=tmp_path, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+                         cwd=tmp_path, env={k: v for k, v in ENV.items() if not k.startswith(("MAKE", "MFLAGS"))},
+                         text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         pid = int(re.search(r"kill (\d+)\)", p.stdout.readline()).group(1))
         deadline = time.time() + 120

@@ -31,7 +31,8 @@ def default_choices(config: Path = CONFIG) -> dict[str, str | None]:
     for entry in OmegaConf.to_container(OmegaConf.load(config)).get("defaults", []):
         if isinstance(entry, dict):
             for group, choice in entry.items():
-                out[group.removeprefix("optional ").removeprefix("override ").strip()] = choice
+                if not group.startswith("override "):  # Hydra's own groups (hydra/help): no part of a run
+                    out[group.removeprefix("optional ").strip()] = choice
     return out
 
 

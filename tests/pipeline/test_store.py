@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from harness.pipeline.record import StoreError, code_state, open_store, record_run, run_identity
+from harness.pipeline.record import code_state, record_run, run_identity
 from harness.pipeline.runner import Pipeline
+from harness.pipeline.store import StoreError, open_store
 from tests.conftest import CONFIGS, REPO, TINY
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-CREATE = "import sys; from harness.pipeline.record import open_store; open_store(sys.argv[1])"
+CREATE = "import sys; from harness.pipeline.store import open_store; open_store(sys.argv[1])"
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

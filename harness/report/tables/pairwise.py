@@ -105,7 +105,8 @@ def log_judged(uri: str, spec: TableSpec, scale: str, judge_cfg, run_tags: dict[
     import mlflow
     from omegaconf import OmegaConf
 
-    from harness.pipeline.record import flatten, git_state, store_lock
+    from harness.pipeline.record import flatten, git_state
+    from harness.pipeline.store import store_lock
 
     with store_lock(uri):
         mlflow.set_tracking_uri(uri)
