@@ -176,12 +176,32 @@ def code_state(repo: Path = REPO) -> str:
     return sha if changes == EMPTY_CHANGES else f"{sha}+{changes[:16]}"
 
 
-def run_identity(cfg: DictConfig) -> str:
+def run_identity(cfg: DictConfig, extra: Any = None, code: str | None = None) -> str:
     """What makes two runs the same: the resolved config without hydra, tracking and the cache's
-    location (none of them changes a result), and the code (:func:`code_state`)."""
+    location (none of them changes a result), and the code (:func:`code_state`, or ``code`` when
+    the caller has it); ``extra``: anything else that tells runs apart (a table's grid point)."""
     resolved = OmegaConf.to_container(cfg, resolve=True)
     body = without_services({k: v for k, v in resolved.items() if k not in ("hydra", "tracking")})
-    return hashlib.sha256(canonical_json([body, code_state()]).encode()).hexdigest()[:32]
+    parts = [body, code or code_state()] + ([extra] if extra is not None else [])
+    return hashlib.sha256(canonical_json(parts).encode()).hexdigest()[:32]
+
+
+def find_recorded(cfg: DictConfig, identity: str) -> str | None:
+    """A FINISHED run of ``identity`` in the run's experiment, if ``tracking.rerun=skip`` and
+    there is one; a current local SQLite store is read with sqlite3 (no MLflow import)."""
+    if cfg.tracking.get("rerun", "skip") != "skip":
+        return None
+    db = sqlite_path(cfg.tracking.uri)
+    if db is not None and store_is_current(db):
+        return recorded_in_sqlite(db, cfg.experiment_name, identity)
+    if db is not None and not db.exists():
+        return None
+    import mlflow
+
+    open_store(cfg.tracking.uri)
+    mlflow.set_tracking_uri(cfg.tracking.uri)
+    experiment = mlflow.get_experiment_by_name(cfg.experiment_name)
+    return experiment and recorded_run(mlflow.MlflowClient(), experiment.experiment_id, identity)
 
 
 def recorded_run(client, experiment_id: str, identity: str) -> str | None:

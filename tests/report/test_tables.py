@@ -109,6 +109,19 @@ def test_a_table_runs_records_and_renders_from_mlflow(tmp_path):
     assert tex.startswith("\\begin{tabular}{lc}") and "(50.0)" in tex
     index = render.index([rendered], out=tmp_path / "results").read_text()
     assert "| [demo/t1](demo/t1.md) | Demo | smoke | 2/3 | PaperSet → bundled news |" in index
+    # Run again: every grid point is recorded already (same config, code and point), so nothing
+    # runs and nothing is logged; tracking.rerun=new logs them anyway.
+    import sqlite3
+
+    def stored():
+        return sqlite3.connect(tmp_path / "mlruns.db").execute("SELECT count(*) FROM runs").fetchone()[0]
+
+    said, before = [], stored()
+    again = grid.run_table(t, "smoke", extra, log=said.append)
+    assert [o.status for o in again] == [o.status for o in outcomes]
+    assert sum("already recorded as run" in line for line in said) == 3 and stored() == before == 3
+    grid.run_table(t, "smoke", [*extra, "tracking.rerun=new"], log=lambda *_: None)
+    assert stored() == 6
 
 
 FIGURE = """

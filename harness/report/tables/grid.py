@@ -93,7 +93,7 @@ def validate(spec: TableSpec, scale: str) -> None:
 def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Callable[[str], None] = print
               ) -> list[Outcome]:
     """Every grid point of ``spec`` at ``scale``, recorded in MLflow; one progress line each."""
-    from harness.pipeline.record import log_failure, log_run
+    from harness.pipeline.record import IDENTITY_TAG, code_state, find_recorded, log_failure, log_run, run_identity
     from harness.pipeline.runner import Pipeline
 
     points = spec.runs(scale)
@@ -102,16 +102,24 @@ def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Calla
         log(f"[{spec.id}] {len(skipped)} grid point(s) not run at {scale} scale")
     outcomes = [Outcome(p, "skipped", 0.0, p.skip) for p in skipped]
     todo = [p for p in points if not p.skip]
+    code = code_state()  # once per table: the code does not change under a running table
     for i, point in enumerate(todo, 1):
         cfg = compose(spec, point, scale, extra)
         t0 = time.perf_counter()
+        point_tags = tags(spec, point, scale)
+        # the same config, code and grid point already recorded (tracking.rerun=skip): nothing to do
+        point_tags[IDENTITY_TAG] = run_identity(cfg, sorted(point_tags.items()), code)
+        if recorded := find_recorded(cfg, point_tags[IDENTITY_TAG]):
+            outcomes.append(Outcome(point, "finished", time.perf_counter() - t0, f"recorded as run {recorded[:8]}"))
+            log(f"[{spec.id}] {i}/{len(todo)} {point.key}: already recorded as run {recorded[:8]}")
+            continue
         try:
             result = Pipeline(cfg, log=lambda *_: None).run()
         except (ConfigError, DataError) as e:
-            log_failure(cfg, point.key, str(e), tags(spec, point, scale))
+            log_failure(cfg, point.key, str(e), point_tags)
             outcome = Outcome(point, "failed", time.perf_counter() - t0, str(e))
         else:
-            log_run(cfg, result, point.key, tags(spec, point, scale))
+            log_run(cfg, result, point.key, point_tags)
             cached = sum(v == "cached" for v in result.stages.values())
             outcome = Outcome(point, "finished", time.perf_counter() - t0, f"{cached}/{len(result.stages)} stages cached")
         outcomes.append(outcome)
