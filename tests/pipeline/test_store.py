@@ -142,6 +142,13 @@ def test_code_state_counts_edits_and_untracked_files(tmp_path):
     (tmp_path / "ignored").mkdir()
     (tmp_path / "ignored" / "big.bin").write_text("data")
     assert code_state(tmp_path) == clean  # ignored files are no code
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "table.md").write_text("| a table a run rendered |")
+    (tmp_path / "NOTES.md").write_text("notes")
+    assert code_state(tmp_path) == clean  # nor are rendered results and prose
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results")
+    assert code_state(tmp_path) == clean  # committing them changes no code
     (tmp_path / "new_chunker.py").write_text("y = 2\n")
     untracked = code_state(tmp_path)
     assert untracked.startswith(clean + "+")
