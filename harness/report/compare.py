@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from harness.statistics import paired_test
@@ -23,6 +24,8 @@ from harness.types import ConfigError
 
 def resolve_run_id(uri: str, given: str) -> str:
     """The full id of the one run of the store whose id starts with ``given``."""
+    if re.fullmatch(r"[0-9a-f]{32}", given):  # a whole id: nothing to search
+        return given
     import mlflow
 
     client = mlflow.MlflowClient(uri)
