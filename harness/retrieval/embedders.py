@@ -53,6 +53,9 @@ def _load_model(path: str, device: str | None, pooling: str | None):
                                device=device)
 
 
+_MODEL_MAX_SEQ: dict[int, int] = {}  # id(model) -> its own max_seq_length, read before any embedder changes it
+
+
 class SentenceTransformerEmbedder:
     """Batched, L2-normalised embeddings. The model loads on first use, so a fully
     cached run never pays for it."""
@@ -100,8 +103,11 @@ class SentenceTransformerEmbedder:
         from harness.retrieval.dpr import DPREncoder
 
         m = _load_model(self.path, self.device, self.pooling)
-        if self.max_seq_length:
-            m.max_seq_length = self.max_seq_length
+        # The model object is shared by every embedder of the process: set its input limit on
+        # every call, this embedder's or the model's own, never leave another embedder's in place
+        # (a 512 set by one retriever silently changed the next one's vectors under the same key).
+        if hasattr(m, "max_seq_length"):
+            m.max_seq_length = self.max_seq_length or _MODEL_MAX_SEQ.setdefault(id(m), m.max_seq_length)
         if isinstance(m, DPREncoder):
             return m.encode(list(texts), self.batch_size, normalize)
         return m.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=normalize,

@@ -98,6 +98,18 @@ def test_one_by_one_vectors_do_not_depend_on_their_batch_mates():
     assert solo.identity.endswith("|solo") and "|solo" not in SentenceTransformerEmbedder(batch_size=64).identity
 
 
+def test_an_embedders_input_limit_does_not_leak_into_the_next_one():
+    """Embedders share one model object; a 512-token limit set by one (the paper retrievers')
+    must not stay on it for the next, whose vectors are cached under the model's own limit."""
+    from harness.data.ohrbench import OHRBench
+
+    long_text = OHRBench().load().documents[0].text[:4000]  # well over 256 word pieces
+    default = SentenceTransformerEmbedder(batch_size=1)
+    before = default.encode([long_text])
+    SentenceTransformerEmbedder(batch_size=1, max_seq_length=512).encode([long_text])
+    assert np.array_equal(default.encode([long_text]), before)
+
+
 def _ranked(*ids):
     return Retrieved("q", tuple((i, 1.0) for i in ids))
 
