@@ -112,7 +112,7 @@ def test_slurm_sweep_matches_local_and_computes_shared_stages_once(slurm, mlflow
 def test_resubmitted_sweep_is_served_from_the_cache(slurm, mlflow_server, shared):
     before = {r.info.run_id for r in runs(mlflow_server, "cluster").values()}
     t0 = time.perf_counter()
-    submit(shared, mlflow_server, "second")
+    submit(shared, mlflow_server, "second", "tracking.rerun=new")  # logged again, to show where its stages came from
     REPORT["slurm_resubmission_seconds"] = time.perf_counter() - t0
     client = MlflowClient(mlflow_server)
     exp = client.get_experiment_by_name("cluster")
