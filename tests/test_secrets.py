@@ -5,9 +5,7 @@ folders, the cache (nor its keys: a rotated key keeps the cache) or what the run
 import json
 import subprocess
 import sys
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from harness.cache import without_services
 from harness.llm.base import LLMError
 from harness.secrets import MASK, is_secret_name, mask, mask_text, secret_values
 from tests.conftest import CONFIGS, TINY
+from tests.http_fake import JSONHandler, LocalServer
 from tests.test_cli import ENV
 
 # The subprocess runs in a temp folder: this checkout's package, not whichever one is installed.
@@ -31,10 +30,7 @@ class KeyEchoServer:
         self.auth: list[str] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(JSONHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.auth.append(self.headers.get("Authorization", ""))
@@ -47,21 +43,11 @@ class KeyEchoServer:
                                  "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
                                  "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
 
-            def _send(self, code, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.local = LocalServer(Handler)
+        self.url = self.local.url
 
     def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.local.close()
 
 
 @pytest.fixture

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.conftest import ScriptedLLM
+from tests.http_fake import JSONHandler, LocalServer
 from harness.chunking.base import check_chunks
 from harness.chunking.logits_guided import LGMGCChunker, LogitsGuidedChunker
 from harness.llm.base import LLMError, Sampling
@@ -222,10 +221,7 @@ class _Server:
         self.fail, self.requests = fail, []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(JSONHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append((self.path, body))
@@ -248,21 +244,11 @@ class _Server:
                 return self._send(200, {"id": "x", "object": "text_completion", "created": 0, "model": body["model"],
                                         "choices": [choice], "usage": usage})
 
-            def _send(self, code, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.local = LocalServer(Handler)
+        self.url = self.local.url
 
     def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.local.close()
 
 
 class _WordTokenizer:
