@@ -7,7 +7,8 @@ have to recover offsets with ``str.find`` (which is wrong on repeated text).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Callable
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -224,10 +225,10 @@ def _tiktoken_spans(encoding, text: str, with_ends: bool = True) -> tuple[np.nda
     tokens lies in the span of the token that completes it and the tokens before get an empty
     span at its start. Spans are then trimmed of whitespace (`` world`` counts from ``w``, like
     Hugging Face offsets), whitespace-only tokens kept whole. ``with_ends=False``: starts only."""
-    ids = encoding.encode_ordinary(text)
-    if not ids:
+    # encode_ordinary's tokens, straight into an array (no list of ints): nothing is special.
+    ids = encoding.encode_to_numpy(text, disallowed_special=())
+    if not len(ids):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    ids = np.fromiter(ids, dtype=np.int64, count=len(ids))
     lengths, whole, lead, trail = _token_table(encoding)
     ends = np.cumsum(lengths[ids])
     starts = ends - lengths[ids]
@@ -294,12 +295,12 @@ class Tokenizer:
             return list(zip(*(a.tolist() for a in _tiktoken_spans(self._backend(), text))))
         return [o for o in self._backend().encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
 
-    def starts(self, text: str) -> list[int]:
-        """Where each unit starts (the first of :meth:`spans`), in order; for tiktoken
-        encodings without building the span tuples."""
+    def starts(self, text: str) -> np.ndarray:
+        """Where each unit starts (the first of :meth:`spans`), in order, as an int64 array;
+        for tiktoken encodings without building the span tuples."""
         if self.unit == "tokens" and self.name in TIKTOKEN and text:
-            return _tiktoken_spans(self._backend(), text, with_ends=False)[0].tolist()
-        return [s for s, _ in self.spans(text)]
+            return _tiktoken_spans(self._backend(), text, with_ends=False)[0]
+        return np.array([s for s, _ in self.spans(text)], dtype=np.int64)
 
     def count(self, text: str) -> int:
         if self.unit == "chars":
@@ -308,7 +309,21 @@ class Tokenizer:
             return sum(1 for _ in _WORD.finditer(text))
         if self.name in TIKTOKEN:
             return len(self._backend().encode_ordinary(text))
+        if self._wordpiece:  # a WordPiece token always covers a character: no offsets needed
+            return len(self._backend().encode(text, add_special_tokens=False).ids)
         return len(self.spans(text))
+
+    @cached_property
+    def _wordpiece(self) -> bool:
+        return type(self._backend().model).__name__ == "WordPiece"
+
+    @cached_property
+    def counter(self) -> Callable[[str], int]:
+        """:meth:`count` as one call with the dispatch done, for counting many small pieces."""
+        if self.unit == "tokens" and self.name in TIKTOKEN:
+            encode = self._backend().encode_ordinary
+            return lambda text: len(encode(text))
+        return self.count
 
     def cut(self, text: str, n: int) -> int:
         """Character offset at which ``text`` holds at most ``n`` units."""

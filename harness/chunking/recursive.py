@@ -65,17 +65,23 @@ class RecursiveChunker(Chunker):
         text, end = doc.text, len(doc.text)
         if self.style == "chunkbench":
             return spans_to_chunks(doc, self._split(text, UnitIndex(text, self.tokenizer), 0, end, self.separators))
-        counts: dict[Span, int] = {}
+        # Counts are a function of the piece's text: words and characters recur, so count each once.
+        counts: dict[str, int] = {}
+        count = self.tokenizer.counter
 
-        def length(piece: Span) -> int:
-            if piece not in counts:
-                counts[piece] = self.tokenizer.count(text[piece[0]:piece[1]])
-            return counts[piece]
-        return spans_to_chunks(doc, self._split_langchain(text, length, 0, end, self.separators))
+        def lengths(pieces: list[str]) -> list[int]:
+            out = []
+            for piece in pieces:
+                n = counts.get(piece)
+                if n is None:
+                    n = counts[piece] = count(piece)
+                out.append(n)
+            return out
+        return spans_to_chunks(doc, self._split_langchain(text, lengths, 0, end, self.separators))
 
     # --- style: langchain ---------------------------------------------------------------
 
-    def _split_langchain(self, text: str, length: Callable[[Span], int], start: int, end: int,
+    def _split_langchain(self, text: str, lengths: Callable[[list[str]], list[int]], start: int, end: int,
                          separators: tuple[str, ...]) -> list[Span]:
         """``RecursiveCharacterTextSplitter._split_text`` on ``text[start:end]``."""
         separator, rest = separators[-1], ()
@@ -84,31 +90,31 @@ class RecursiveChunker(Chunker):
                 separator, rest = sep, (separators[i + 1:] if sep else ())
                 break
         spans: list[Span] = []
-        small: list[Span] = []
-        for piece in _pieces_led_by(text, start, end, separator):
-            if length(piece) < self.size:
-                small.append(piece)
+        small: list[tuple[Span, int]] = []
+        pieces, texts = _pieces_led_by(text, start, end, separator)
+        for piece, n in zip(pieces, lengths(texts)):
+            if n < self.size:
+                small.append((piece, n))
                 continue
-            spans += self._merge_langchain(small, length)
+            spans += self._merge_langchain(small)
             small = []
-            spans += self._split_langchain(text, length, *piece, rest) if rest else [piece]
-        return spans + self._merge_langchain(small, length)
+            spans += self._split_langchain(text, lengths, *piece, rest) if rest else [piece]
+        return spans + self._merge_langchain(small)
 
-    def _merge_langchain(self, pieces: list[Span], length: Callable[[Span], int]) -> list[Span]:
+    def _merge_langchain(self, pieces: list[tuple[Span, int]]) -> list[Span]:
         """``TextSplitter._merge_splits`` with the empty join separator that ``keep_separator`` uses."""
         spans: list[Span] = []
-        current: deque[Span] = deque()
+        current: deque[tuple[Span, int]] = deque()
         total = 0
-        for piece in pieces:
-            n = length(piece)
+        for piece, n in pieces:
             if total + n > self.size and current:
-                spans.append((current[0][0], current[-1][1]))
+                spans.append((current[0][0][0], current[-1][0][1]))
                 while total > self.overlap or (total + n > self.size and total > 0):
-                    total -= length(current.popleft())
-            current.append(piece)
+                    total -= current.popleft()[1]
+            current.append((piece, n))
             total += n
         if current:
-            spans.append((current[0][0], current[-1][1]))
+            spans.append((current[0][0][0], current[-1][0][1]))
         return spans
 
     # --- style: chunkbench --------------------------------------------------------------
@@ -132,18 +138,20 @@ class RecursiveChunker(Chunker):
         return spans + pack(small, units, self.size, overlap_units=self.overlap)
 
 
-def _pieces_led_by(text: str, start: int, end: int, separator: str) -> list[Span]:
+def _pieces_led_by(text: str, start: int, end: int, separator: str) -> tuple[list[Span], list[str]]:
     """Non-empty contiguous pieces of ``[start, end)``, each but the first starting with an occurrence
-    of ``separator`` (non-overlapping, leftmost first, as ``re.split``); ``""``: single characters."""
+    of ``separator`` (non-overlapping, leftmost first, as ``str.split``), and their texts;
+    ``""``: single characters."""
+    segment = text[start:end]
     if separator == "":
-        return [(i, i + 1) for i in range(start, end)]
-    cuts = []
-    at = text.find(separator, start, end)
-    while at >= 0:
-        cuts.append(at)
-        at = text.find(separator, at + len(separator), end)
-    bounds = [start, *cuts, end]
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
+        return [(i, i + 1) for i in range(start, end)], list(segment)
+    first, *rest = segment.split(separator)
+    texts = [first, *(separator + part for part in rest)] if first else [separator + part for part in rest]
+    spans, at = [], start
+    for piece in texts:
+        spans.append((at, at + len(piece)))
+        at += len(piece)
+    return spans, texts
 
 
 def _pieces(text: str, units: UnitIndex, start: int, end: int, separator: str) -> list[Span]:

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 from harness.chunking.base import require
 from harness.llm.tokens import tokenizer_for
@@ -47,19 +50,26 @@ class UnitIndex:
 
     The text is tokenized once; chunkers then size candidate chunks by offset instead of
     re-tokenizing every candidate. A unit belongs to the span its first character is in.
+    The starts stay an array until something bisects them: windows by unit number (the
+    fixed-size chunker) read a few entries and never build the list.
     """
 
     def __init__(self, text: str, tokenizer: Tokenizer):
         self.length = len(text)
-        self.starts: Sequence[int]
+        self._array: np.ndarray | range
         if tokenizer.unit == "chars":
-            self.starts = range(len(text))  # no per-character list for long documents
+            self._array = range(len(text))  # no per-character list for long documents
         else:
+            starts = tokenizer.starts(text)
             # Model offsets are non-decreasing in practice; bisection relies on it, so make sure.
-            self.starts = sorted(tokenizer.starts(text))
+            self._array = starts if (starts[1:] >= starts[:-1]).all() else np.sort(starts)
+
+    @cached_property
+    def starts(self) -> Sequence[int]:
+        return self._array if isinstance(self._array, range) else self._array.tolist()
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return len(self._array)
 
     def count(self, start: int, end: int) -> int:
         """Number of units starting in ``[start, end)``."""
@@ -73,7 +83,7 @@ class UnitIndex:
         """
         if i <= 0:
             return 0
-        return self.starts[i] if i < len(self.starts) else self.length
+        return int(self._array[i]) if i < len(self._array) else self.length
 
     def cuts(self, start: int, end: int) -> list[int]:
         """Unit starts strictly inside ``(start, end)``: cutting there leaves one unit per piece."""
