@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from harness.cache import MAGIC, Cache
 from tests.conftest import TINY
@@ -63,6 +64,7 @@ def table(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("│") and "seconds" not in line]
 
 
+@pytest.mark.slow
 def test_damaged_entries_of_a_real_run_are_recomputed(tmp_path):
     first, _ = run(tmp_path)
     cache = tmp_path / "cache"

@@ -35,6 +35,7 @@ def runs(uri: str):
     return mlflow.search_runs(experiment_names=["chunkbench"], output_format="list")
 
 
+@pytest.mark.slow
 def test_two_processes_one_cache_both_finish_identically(tmp_path):
     args = [*TINY, f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}",
             "tracking.rerun=new"]
@@ -50,6 +51,7 @@ def test_two_processes_one_cache_both_finish_identically(tmp_path):
     assert not list((tmp_path / "cache").rglob(".tmp-*"))  # no half-written entry left behind
 
 
+@pytest.mark.slow
 def test_run_record_in_mlflow(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     args = [*TINY, f"cache.dir={tmp_path / 'cache'}", f"tracking.uri={uri}", "tracking.rerun=new"]
@@ -75,6 +77,7 @@ def test_run_record_in_mlflow(tmp_path):
     assert "B-A +0.0000" in out and "p = 1" in out and "n = 20 queries" in out
 
 
+@pytest.mark.slow
 def test_sweep_runs_every_chunker(tmp_path):
     out = finish(harness("-m", "chunker=fixed,sentence", *TINY, "tracking=none",
                          f"cache.dir={tmp_path / 'cache'}", "hydra.sweep.dir=sweep", cwd=tmp_path))
@@ -95,6 +98,7 @@ def test_bad_config_is_a_clear_error(tmp_path, override, message):
     assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_from_its_cache(tmp_path):
     """SIGKILL a real run while it embeds the full bundled sample, then rerun: documents
     chunked and vectors written before the kill are reused, and the rerun completes."""
@@ -243,6 +247,7 @@ def test_compare_command(store):
     assert "has no per-query metric 'nope'" in p.communicate(timeout=120)[1] and p.returncode == 1
 
 
+@pytest.mark.slow
 def test_run_whose_recording_fails_keeps_its_results_and_rerun_records_them(tmp_path, monkeypatch):
     """The tracking server answers its health check (so the run starts) but fails every API call
     (a store that cannot be used at all is refused before any stage: tests/pipeline/test_bad_inputs.py):

@@ -76,8 +76,9 @@ def test_store_creation_killed_at_any_point_then_rerun_records(tmp_path):
     assert len(recorded(f"sqlite:///{db}")) == 1
 
 
-@pytest.mark.parametrize("broken, reason", [("garbage", "not an SQLite database"),
-                                            ("half", "duplicate column name")])
+@pytest.mark.parametrize("broken, reason", [
+    ("garbage", "not an SQLite database"),
+    pytest.param("half", "duplicate column name", marks=pytest.mark.slow)])  # then a whole run
 def test_unusable_store_is_one_line_before_any_work(tmp_path, broken, reason):
     db = tmp_path / "mlruns.db"
     if broken == "garbage":
