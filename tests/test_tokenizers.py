@@ -5,10 +5,11 @@ budget make of the difference."""
 import hashlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harness.chunking.fixed import FixedSizeChunker
+from harness.data.gutenqa import GutenQA
 from harness.data.ohrbench import OHRBench
 from harness.retrieval.assemblers import TokenBudgetAssembler
 from harness.text import Tokenizer, _tiktoken
@@ -149,3 +150,24 @@ def test_wordpiece_counts_by_ids_as_many_units_as_it_locates(text):
     tok = Tokenizer("tokens", "bundled")
     assert tok._wordpiece
     assert tok.count(text) == len(tok.spans(text))
+
+
+BOUND_TEXT = st.text(st.sampled_from(list("a Z9'!/.,-|)\n\r\t\x0b\x0c\x1c\u00a0\u3000\u0301é数🙂")), max_size=120) | st.text(max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(BOUND_TEXT, st.sampled_from(["cl100k", "o200k", "bundled"]))
+@example(")\n/", "o200k")  # one o200k token (its pre-token may run on past a newline into "/")
+@example("a\x0bb", "bundled")  # BERT drops the control character: one word, one token
+def test_the_cheap_lower_bound_never_exceeds_the_count(text, name):
+    # The recursive chunker trusts it to call a long piece over size without encoding it.
+    tok = Tokenizer("tokens", name)
+    assert 0 <= tok.at_least(text) <= tok.count(text)
+
+
+def test_the_lower_bound_is_close_on_prose():
+    text = " ".join(d.text for d in GutenQA().load().documents)[:20000]
+    for name in ("cl100k", "o200k", "bundled"):
+        tok = Tokenizer("tokens", name)
+        assert 0.6 * tok.count(text) <= tok.at_least(text) <= tok.count(text), name
+    assert Tokenizer("words").at_least("a b c") == 0  # no bound where none is known

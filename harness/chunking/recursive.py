@@ -24,8 +24,8 @@ and ``overlap`` repeats whole pieces (:func:`harness.chunking.units.pack`).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 
 from harness.chunking.base import Chunker, require, spans_to_chunks
 from harness.chunking.units import Span, UnitIndex, make_tokenizer, pack, require_int
@@ -66,17 +66,16 @@ class RecursiveChunker(Chunker):
         if self.style == "chunkbench":
             return spans_to_chunks(doc, self._split(text, UnitIndex(text, self.tokenizer), 0, end, self.separators))
         # Counts are a function of the piece's text: words and characters recur, so count each once.
+        # A piece at or over `size` is only ever compared with it, so a lower bound that reaches
+        # `size` stands in for its count (long pieces are split again and counted piece by piece).
         counts: dict[str, int] = {}
-        count = self.tokenizer.counter
+        count, at_least, size = self.tokenizer.counter, self.tokenizer.at_least, self.size
 
         def lengths(pieces: list[str]) -> list[int]:
-            out = []
-            for piece in pieces:
-                n = counts.get(piece)
-                if n is None:
-                    n = counts[piece] = count(piece)
-                out.append(n)
-            return out
+            for piece in set(pieces).difference(counts):
+                bound = at_least(piece) if len(piece) >= 4 * size else 0  # shorter: rarely over
+                counts[piece] = bound if bound >= size else count(piece)
+            return list(map(counts.__getitem__, pieces))
         return spans_to_chunks(doc, self._split_langchain(text, lengths, 0, end, self.separators))
 
     # --- style: langchain ---------------------------------------------------------------
@@ -90,31 +89,32 @@ class RecursiveChunker(Chunker):
                 separator, rest = sep, (separators[i + 1:] if sep else ())
                 break
         spans: list[Span] = []
-        small: list[tuple[Span, int]] = []
         pieces, texts = _pieces_led_by(text, start, end, separator)
-        for piece, n in zip(pieces, lengths(texts)):
+        ns = lengths(texts)
+        run = 0  # the pieces since the last large one, merged when the next large one (or the end) comes
+        for i, n in enumerate(ns):
             if n < self.size:
-                small.append((piece, n))
                 continue
-            spans += self._merge_langchain(small)
-            small = []
-            spans += self._split_langchain(text, lengths, *piece, rest) if rest else [piece]
-        return spans + self._merge_langchain(small)
+            spans += self._merge_langchain(pieces, ns, run, i)
+            run = i + 1
+            spans += self._split_langchain(text, lengths, *pieces[i], rest) if rest else [pieces[i]]
+        return spans + self._merge_langchain(pieces, ns, run, len(ns))
 
-    def _merge_langchain(self, pieces: list[tuple[Span, int]]) -> list[Span]:
-        """``TextSplitter._merge_splits`` with the empty join separator that ``keep_separator`` uses."""
+    def _merge_langchain(self, pieces: list[Span], ns: list[int], first: int, stop: int) -> list[Span]:
+        """``TextSplitter._merge_splits`` of ``pieces[first:stop]`` (with lengths ``ns``), with the
+        empty join separator that ``keep_separator`` uses; the current chunk is ``pieces[first:i]``."""
         spans: list[Span] = []
-        current: deque[tuple[Span, int]] = deque()
-        total = 0
-        for piece, n in pieces:
-            if total + n > self.size and current:
-                spans.append((current[0][0][0], current[-1][0][1]))
-                while total > self.overlap or (total + n > self.size and total > 0):
-                    total -= current.popleft()[1]
-            current.append((piece, n))
+        size, overlap, total = self.size, self.overlap, 0
+        for i in range(first, stop):
+            n = ns[i]
+            if total + n > size and i > first:
+                spans.append((pieces[first][0], pieces[i - 1][1]))
+                while total > overlap or (total + n > size and total > 0):
+                    total -= ns[first]
+                    first += 1
             total += n
-        if current:
-            spans.append((current[0][0][0], current[-1][0][1]))
+        if first < stop:
+            spans.append((pieces[first][0], pieces[stop - 1][1]))
         return spans
 
     # --- style: chunkbench --------------------------------------------------------------
@@ -145,13 +145,13 @@ def _pieces_led_by(text: str, start: int, end: int, separator: str) -> tuple[lis
     segment = text[start:end]
     if separator == "":
         return [(i, i + 1) for i in range(start, end)], list(segment)
-    first, *rest = segment.split(separator)
-    texts = [first, *(separator + part for part in rest)] if first else [separator + part for part in rest]
-    spans, at = [], start
-    for piece in texts:
-        spans.append((at, at + len(piece)))
-        at += len(piece)
-    return spans, texts
+    parts = segment.split(separator)
+    texts = [separator + part for part in parts]
+    texts[0] = parts[0]
+    if not parts[0]:
+        del texts[0]
+    bounds = list(accumulate(map(len, texts), initial=start))
+    return list(zip(bounds, bounds[1:])), texts
 
 
 def _pieces(text: str, units: UnitIndex, start: int, end: int, separator: str) -> list[Span]:
