@@ -67,14 +67,16 @@ class RecursiveChunker(Chunker):
             return spans_to_chunks(doc, self._split(text, UnitIndex(text, self.tokenizer), 0, end, self.separators))
         # Counts are a function of the piece's text: words and characters recur, so count each once.
         # A piece at or over `size` is only ever compared with it, so a lower bound that reaches
-        # `size` stands in for its count (long pieces are split again and counted piece by piece).
+        # `size` settles it without counting (long pieces are split again and counted piece by piece).
         counts: dict[str, int] = {}
-        count, at_least, size = self.tokenizer.counter, self.tokenizer.at_least, self.size
+        size, at_least = self.size, self.tokenizer.at_least
 
         def lengths(pieces: list[str]) -> list[int]:
-            for piece in set(pieces).difference(counts):
-                bound = at_least(piece) if len(piece) >= 4 * size else 0  # shorter: rarely over
-                counts[piece] = bound if bound >= size else count(piece)
+            new = set(pieces).difference(counts)
+            over = [p for p in new if len(p) >= 4 * size and at_least(p) >= size]  # shorter: rarely over
+            counts.update(dict.fromkeys(over, size))
+            new = list(new.difference(over))
+            counts.update(zip(new, self.tokenizer.count_many(new)))
             return list(map(counts.__getitem__, pieces))
         return spans_to_chunks(doc, self._split_langchain(text, lengths, 0, end, self.separators))
 
