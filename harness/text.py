@@ -7,7 +7,7 @@ have to recover offsets with ``str.find`` (which is wrong on repeated text).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -323,23 +323,23 @@ class Tokenizer:
     def _wordpiece(self) -> bool:
         return type(self._backend().model).__name__ == "WordPiece"
 
-    @cached_property
-    def at_least(self) -> Callable[[str], int]:
+    def at_least(self, text: str) -> int:
         """A lower bound on :meth:`count`, far cheaper than counting: the number of whitespace-
         separated runs holding a printable ASCII character, where the tokenizer's pre-tokenization
         gives each such run tokens of its own (tiktoken's encodings, BERT's WordPiece); 0 elsewhere.
         Enough to tell that a long piece is over a size without encoding it."""
-        key = None
-        if self.unit == "tokens" and self.name in TIKTOKEN:
-            key = self.name
-        elif self.unit == "tokens" and self._wordpiece and (
-                type(self._backend().pre_tokenizer).__name__, type(self._backend().normalizer).__name__) == (
-                "BertPreTokenizer", "BertNormalizer"):
-            key = "bert"
-        if key is None:
-            return lambda text: 0
-        findall = _RUNS[key].findall
-        return lambda text: len(findall(text))
+        return len(self._runs.findall(text)) if self._runs is not None else 0
+
+    @cached_property
+    def _runs(self) -> re.Pattern | None:
+        if self.unit != "tokens":
+            return None
+        if self.name in TIKTOKEN:
+            return _RUNS[self.name]
+        backend = self._backend()
+        bert = (type(backend.pre_tokenizer).__name__, type(backend.normalizer).__name__) == (
+            "BertPreTokenizer", "BertNormalizer")
+        return _RUNS["bert"] if bert and self._wordpiece else None
 
     def count_many(self, texts: Iterable[str]) -> list[int]:
         """:meth:`count` of each text; for tiktoken encodings in one pass with no Python call per text."""
