@@ -142,8 +142,8 @@ TIKTOKEN = {"cl100k": "cl100k_base", "o200k": "o200k_base"}
 # printable ASCII character, one match per run. In cl100k's and BERT's pre-tokenization no
 # pre-token has whitespace between two other characters, so each such run holds its own token(s);
 # o200k's may hold "!\n/", so only spaces and tabs separate runs there.
-_RUNS = {"cl100k": re.compile(r"[!-~][^ \t\n\r]*"), "o200k": re.compile(r"[!-~][^ \t]*"),
-         "bert": re.compile(r"[!-~][^ \t\n\r]*")}
+_RUNS_BY_WHITESPACE = re.compile(r"[!-~][^ \t\n\r]*")
+_RUNS = {"cl100k": _RUNS_BY_WHITESPACE, "o200k": re.compile(r"[!-~][^ \t]*"), "bert": _RUNS_BY_WHITESPACE}
 TOKENIZER_NAMES = ("'bundled' (MiniLM WordPiece), 'cl100k' or 'o200k' (tiktoken), 'reader' (the run's llm), "
                    "'llm:<model>' (an llm.model's), a Hub id or a local folder")
 _TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"

@@ -147,11 +147,8 @@ def _pieces_led_by(text: str, start: int, end: int, separator: str) -> tuple[lis
     segment = text[start:end]
     if separator == "":
         return [(i, i + 1) for i in range(start, end)], list(segment)
-    parts = segment.split(separator)
-    texts = [separator + part for part in parts]
-    texts[0] = parts[0]
-    if not parts[0]:
-        del texts[0]
+    first, *rest = segment.split(separator)
+    texts = [first] * bool(first) + [separator + part for part in rest]
     bounds = list(accumulate(map(len, texts), initial=start))
     return list(zip(bounds, bounds[1:])), texts
 

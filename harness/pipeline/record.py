@@ -156,18 +156,21 @@ NOT_CODE = (":(exclude)results", ":(exclude)*.md")  # git pathspecs code_state l
 
 def code_state(repo: Path = REPO) -> str:
     """The code a run used: the committed code (a digest of its files' blob ids, so a commit
-    that changes no code keeps it), plus a digest of the working copy's changes when it has any (``git diff HEAD`` and every untracked, not ignored file), so two runs of different
-    uncommitted code differ. What runs write and people read (``results/``, markdown) is no code:
-    a table rendered between two runs does not make them different."""
+    that changes no code keeps it), plus a digest of the working copy's changes when it has any
+    (``git diff HEAD`` and every untracked, not ignored file), so two runs of different
+    uncommitted code differ. What runs write and people read (``results/``, markdown) is no code
+    (:data:`NOT_CODE`): a table rendered between two runs does not make them different."""
     def git(*args: str) -> bytes:
         try:
             return subprocess.run(["git", *args], cwd=repo, capture_output=True, timeout=30).stdout
         except (OSError, subprocess.SubprocessError):
             return b""
 
-    tree = [line for line in git("ls-tree", "-r", "HEAD").splitlines()  # "<mode> blob <id>\t<path>"
-            if not line.split(b"\t")[-1].startswith(b"results/") and not line.endswith(b".md")]
-    sha = hashlib.sha1(b"\n".join(tree)).hexdigest() if tree else "unknown"
+    # Every committed code file with its blob id, as a diff from the empty tree (ls-tree takes no
+    # exclude pathspecs, so one rule, NOT_CODE, serves all three listings).
+    empty_tree = git("hash-object", "-t", "tree", os.devnull).strip().decode()
+    tree = git("diff", "--raw", "--no-abbrev", empty_tree, "HEAD", "--", ".", *NOT_CODE) if empty_tree else b""
+    sha = hashlib.sha1(tree).hexdigest() if tree else "unknown"
     h = hashlib.sha256(git("diff", "HEAD", "--binary", "--", ".", *NOT_CODE))
     untracked = git("ls-files", "--others", "--exclude-standard", "-z", "--", ".", *NOT_CODE)
     for name in sorted(filter(None, untracked.split(b"\0"))):

@@ -14,8 +14,8 @@ import copy
 import csv
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from harness.report import registry
 from harness.report.tables.spec import GridRun, TableSpec
