@@ -323,12 +323,20 @@ class Tokenizer:
     def _wordpiece(self) -> bool:
         return type(self._backend().model).__name__ == "WordPiece"
 
-    def at_least(self, text: str) -> int:
+    def at_least(self, text: str, enough: int | None = None) -> int:
         """A lower bound on :meth:`count`, far cheaper than counting: the number of whitespace-
         separated runs holding a printable ASCII character, where the tokenizer's pre-tokenization
         gives each such run tokens of its own (tiktoken's encodings, BERT's WordPiece); 0 elsewhere.
-        Enough to tell that a long piece is over a size without encoding it."""
-        return len(self._runs.findall(text)) if self._runs is not None else 0
+        Enough to tell that a long piece is over a size without encoding it.
+
+        With ``enough``, a bound that reaches it may come from the text's start alone: runs are
+        counted in its first ``8 * enough`` characters first (prose has a run every ~6), and a cut
+        run still counts once, so the prefix's count is a lower bound too."""
+        if self._runs is None:
+            return 0
+        window = len(text) if enough is None else 8 * enough
+        n = len(self._runs.findall(text, 0, window))
+        return n if n >= (enough or 0) or window >= len(text) else len(self._runs.findall(text))
 
     @cached_property
     def _runs(self) -> re.Pattern | None:

@@ -16,7 +16,7 @@ TEXT = "Retrieval-augmented generation conditions an answer on passages retrieve
 
 @pytest.fixture(scope="module")
 def reference():
-    hf = TransformersLLM()
+    hf = TransformersLLM(dtype=ENGINE["dtype"])
     eos = hf.tokenizer.eos_token
     return dict(chat=hf.chat(QUESTION, Sampling(max_tokens=8)), eos=eos,
                 logprobs=hf.logprobs(PROMPTS, [eos, eos]), tokens=hf.token_logprobs([TEXT])[0],
@@ -39,11 +39,11 @@ def check_agrees(llm, ref):
 
 def test_vllm_engine_agrees_with_transformers(engine, reference):
     check_agrees(engine, reference)
-    assert engine.identity == TransformersLLM().identity  # one cache entry for both backends
+    assert engine.identity == TransformersLLM(dtype=ENGINE["dtype"]).identity  # one cache entry for both backends
 
 
 def test_vllm_prefix_scores_match_the_one_pass_reading(engine, reference):
-    hf = TransformersLLM()
+    hf = TransformersLLM(dtype=ENGINE["dtype"])
     head = hf.apply_chat_template([{"role": "user", "content": "Write a passage of text."}])
     item = (head, "The fund grew in 2019. Revenue rose by 12 percent.", [22, 50], reference["eos"])
     assert engine.prefix_logprobs([item])[0] == pytest.approx(hf.prefix_logprobs([item])[0], abs=0.05)

@@ -73,7 +73,7 @@ class RecursiveChunker(Chunker):
 
         def lengths(pieces: list[str]) -> list[int]:
             new = set(pieces).difference(counts)
-            over = [p for p in new if len(p) >= 4 * size and at_least(p) >= size]  # shorter: rarely over
+            over = [p for p in new if len(p) >= 6 * size and at_least(p, size) >= size]  # shorter: rarely settled
             counts.update(dict.fromkeys(over, size))
             new = list(new.difference(over))
             counts.update(zip(new, self.tokenizer.count_many(new)))

@@ -8,6 +8,7 @@ from one forward pass over prompt + continuation.
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 
 from harness.cache import Cache
@@ -15,12 +16,15 @@ from harness.llm.base import LLM, LLMError, Message, Sampling
 from harness.llm.bundled import llm_identity, llm_path
 from harness.types import ConfigError
 
+log = logging.getLogger(__name__)
+
 
 @lru_cache(maxsize=2)
 def _load(path: str, dtype: str, device: str):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    warn_if_emulated(dtype, device)
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
@@ -28,8 +32,23 @@ def _load(path: str, dtype: str, device: str):
     return tok, model
 
 
+def warn_if_emulated(dtype: str, device: str) -> None:
+    if dtype == "bfloat16" and device == "cpu" and not _cpu_has_bf16():
+        log.warning("llm.dtype=bfloat16 on a CPU without native bfloat16 (torch reports no AVX512-BF16 "
+                    "or AMX): it runs emulated, slower than llm.dtype=float32")
+
+
+def _cpu_has_bf16() -> bool:
+    import torch
+
+    try:  # torch's own check (private): what its oneDNN kernels use to pick a native bf16 path
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 class TransformersLLM(LLM):
-    def __init__(self, model: str = "bundled", dtype: str = "float32", device: str | None = None,
+    def __init__(self, model: str = "bundled", dtype: str = "bfloat16", device: str | None = None,
                  max_model_len: int = 8192, batch_size: int = 8, cache: Cache | None = None):
         if dtype not in ("float32", "bfloat16", "float16"):
             raise ConfigError(f"llm.dtype must be float32, bfloat16 or float16, got {dtype!r}")

@@ -24,10 +24,10 @@ def test_another_dtype_or_quantization_is_another_cache_entry(tmp_path):
 
 
 def test_every_backend_keys_dtype_and_quantization():
-    base = TransformersLLM().identity
+    base = TransformersLLM(dtype="float32").identity
     assert base == {"model": BUNDLED_ID, "dtype": "float32", "quantization": None}
-    assert TransformersLLM(max_model_len=1024, batch_size=2, device="cpu").identity == base
-    assert TransformersLLM(dtype="bfloat16").identity == {**base, "dtype": "bfloat16"}
+    assert TransformersLLM(dtype="float32", max_model_len=1024, batch_size=2, device="cpu").identity == base
+    assert TransformersLLM().identity == {**base, "dtype": "bfloat16"}  # the default
     # One model at one precision shares entries across backends; vLLM's aliases are one precision.
     assert VLLM(dtype="float32", max_model_len=2048).identity == base
     assert VLLM(dtype="half").identity == VLLM(dtype="float16").identity == {**base, "dtype": "float16"}

@@ -377,3 +377,15 @@ def test_building_a_backend_converts_nothing(tmp_path, monkeypatch):
     assert llm.identity["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct@Q4_1" and not any(tmp_path.iterdir())
     with pytest.raises(ConfigError, match="no model folder"):
         TransformersLLM(model="/nonexistent/model")
+
+
+def test_bfloat16_on_a_cpu_without_it_says_to_use_float32(monkeypatch, caplog):
+    from harness.llm import transformers_llm
+
+    monkeypatch.setattr(transformers_llm, "_cpu_has_bf16", lambda: False)
+    with caplog.at_level("WARNING"):
+        transformers_llm.warn_if_emulated("float32", "cpu")
+        transformers_llm.warn_if_emulated("bfloat16", "cuda")
+        assert not caplog.records
+        transformers_llm.warn_if_emulated("bfloat16", "cpu")
+    assert "slower than llm.dtype=float32" in caplog.text

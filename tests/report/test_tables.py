@@ -346,3 +346,17 @@ def test_a_correlation_figure_tracks_a_metric_mix_across_rows(tmp_path):
         write_table(tmp_path / "b", CORRELATED.replace("target: rouge", "target: bleu"))
     with pytest.raises(ConfigError, match="step > 0"):
         write_table(tmp_path / "c", CORRELATED.replace("step: 0.01", "step: 0"))
+
+
+def test_models_name_each_llm_with_its_precision():
+    from types import SimpleNamespace
+
+    def run(**params):
+        return SimpleNamespace(data=SimpleNamespace(params=params))
+
+    runs = {"a": run(**{"chunker.llm.model": "bundled", "chunker.llm.dtype": "bfloat16",
+                        "retriever.embedder.model": "bundled"}),
+            "b": run(**{"responder.llm.model": "Qwen/Qwen3-8B", "responder.llm.dtype": "auto"}),
+            "c": run(**{"judge.llm.model": "gpt-4o", "judge.llm.dtype": "None"})}
+    assert render.models_used(runs) == ["embedder: bundled all-MiniLM-L6-v2", "llm: Qwen/Qwen3-8B",
+                                        "llm: bundled SmolLM2-135M-Instruct (bfloat16)", "llm: gpt-4o"]

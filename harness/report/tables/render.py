@@ -139,13 +139,17 @@ def ours_text(c: Cell, digits: int) -> str:
 
 
 def models_used(runs: dict) -> list[str]:
-    """The models the table's runs used, from their recorded params (component.model keys)."""
+    """The models the table's runs used, from their recorded params (component.model keys),
+    each LLM with the precision it ran in where the config states one (``.llm.dtype``)."""
     found = set()
     for r in runs.values():
-        for k, v in r.data.params.items():
+        params = r.data.params
+        for k, v in params.items():
             m = re.search(r"\.(embedder|llm)\.model$", k)
             if m:
-                found.add(f"{m.group(1)}: {MODEL_NAMES[m.group(1)] if v == 'bundled' else v}")
+                dtype = params.get(k[:-len("model")] + "dtype") if m.group(1) == "llm" else None
+                precision = f" ({dtype})" if dtype not in (None, "None", "auto") else ""
+                found.add(f"{m.group(1)}: {MODEL_NAMES[m.group(1)] if v == 'bundled' else v}{precision}")
     return sorted(found)
 
 
