@@ -30,6 +30,9 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=8, help="prompts per speed measurement")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--queries", type=int, default=16, help="questions in the answer run")
+    ap.add_argument("--decode", type=int, default=0, metavar="N",
+                    help="transformers only: time one decoding step after an N-token context, with this "
+                         "backend's attention and with plain SDPA, then exit")
     args = ap.parse_args()
 
     from harness.data.ohrbench import OHRBench
@@ -45,6 +48,8 @@ def main() -> None:
     docs = OHRBench(path=None, name="ohrbench").load().documents
     passages = [d.text[i * 3000:i * 3000 + 1200] for d in docs for i in range(2)][:args.prompts]
 
+    if args.decode:
+        return decode_steps(llm, args.decode)
     llm.chat([[{"role": "user", "content": "Hello"}]], Sampling(max_tokens=4))  # load the model first
     before = llm.stats.generated_tokens
     t0 = time.perf_counter()
@@ -78,6 +83,27 @@ def main() -> None:
               f"({hits / (hits + misses):.0%} hit rate), respond stage {second.stage_seconds['respond']:.2f} s")
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def decode_steps(llm, n: int, steps: int = 32) -> None:
+    """Milliseconds per greedy decoding step after an n-token context (random token ids)."""
+    import torch
+
+    model = llm._model
+    ids = torch.randint(100, model.config.vocab_size - 100, (1, n), generator=torch.Generator().manual_seed(0))
+    own = model.config._attn_implementation
+    for attention in (own, "sdpa") if own != "sdpa" else (own,):
+        model.set_attn_implementation(attention)
+        with torch.inference_mode():
+            out = model(input_ids=ids, use_cache=True)
+            cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                out = model(input_ids=token, past_key_values=cache, use_cache=True)
+                cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        print(f"{llm.identity['dtype']}, attention {attention}: {(time.perf_counter() - t0) / steps * 1000:.0f} ms "
+              f"per decoding step after {n} tokens")
+    model.set_attn_implementation(own)
 
 
 if __name__ == "__main__":  # vLLM starts its engine in a child process

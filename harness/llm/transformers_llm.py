@@ -12,6 +12,7 @@ import logging
 from functools import lru_cache
 
 from harness.cache import Cache
+from harness.llm import decode_attention
 from harness.llm.base import LLM, LLMError, Message, Sampling
 from harness.llm.bundled import llm_identity, llm_path
 from harness.types import ConfigError
@@ -28,8 +29,10 @@ def _load(path: str, dtype: str, device: str):
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device).eval()
-    return tok, model
+    # Half precision on a CPU decodes through decode_attention (its docstring says why).
+    attention = decode_attention.register() if device == "cpu" and dtype != "float32" else None
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), attn_implementation=attention)
+    return tok, model.to(device).eval()
 
 
 def warn_if_emulated(dtype: str, device: str) -> None:
