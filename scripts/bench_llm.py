@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench_llm.py                         # transformers, bundled model
     .venv-vllm/bin/python scripts/bench_llm.py --llm vllm --set enforce_eager=true dtype=float32
     .venv/bin/python scripts/bench_llm.py --llm openai --set base_url=http://127.0.0.1:8000/v1
+    .venv/bin/python scripts/bench_llm.py --decode 7800 [--set dtype=float32]   # one decoding step
 
 Prints generation tokens/s (greedy chat answers), scoring tokens/s (token log-probabilities
 of passages), and an answer run on the bundled OHR-Bench sample run twice: the second time
