@@ -72,12 +72,17 @@ bench: $(BENCH_STAMP)
 run: setup
 	$(BIN)/python -m harness $(ARGS)
 
+# The suite runs in parallel (pytest-xdist), one worker per core up to 4 (each loads the models),
+# each test file on one worker so its module fixtures are built once; tests/conftest.py gives each
+# worker its share of the cores for torch. TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 test: setup
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 # The edit loop: everything but the end-to-end runs (marked `slow`); `make test` runs them too.
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 # The papers' tables (configs/tables/<paper>/<table>.yaml): run every grid through the pipeline,
 # cache and MLflow, then render results/<paper>/<table>.{md,csv,tex,png}, the quality-vs-cost

@@ -68,7 +68,8 @@ def secret_values(cfg: Any = None, overrides: Iterable[str] = (), environ: Mappi
         if sep and is_secret_name(key.lstrip("+~").split("@")[0].rsplit(".", 1)[-1]):
             found.add(value.strip("'\""))
     env = os.environ if environ is None else environ
-    found.update(v for k, v in env.items() if is_secret_name(k))
+    # by key, then .get: another thread may unset a variable between listing and reading it
+    found.update(v for k in list(env) if is_secret_name(k) and (v := env.get(k)) is not None)
     # Interpolations and placeholders are no secret; short values would mask ordinary words.
     return {v for v in found if len(v) >= MIN_LENGTH and v != MASK and not v.startswith("${")}
 

@@ -6,6 +6,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under pytest-xdist each worker gets its share of the cores: torch's default of one thread per
+# core in every worker oversubscribes them (spinning OpenMP threads made `-n 2` slower than serial).
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
 
 from pathlib import Path  # noqa: E402
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,33 @@ def test_mask_keys_values_overrides_environment_and_url_passwords(monkeypatch):
     # A rotated key is no part of a stage's cache key.
     assert without_services({"llm": {"api_key": "a", "model": "m"}}) == without_services({"llm": {"api_key": "b",
                                                                                                 "model": "m"}})
+
+
+def test_a_variable_unset_while_the_environment_is_read_is_skipped():
+    class Unsetting(Mapping):
+        """os.environ as another thread changes it: a listed variable is gone when it is read."""
+
+        def __init__(self, **variables):
+            self.variables = variables
+
+        def __getitem__(self, key):
+            return self.variables[key]
+
+        def __iter__(self):
+            yield from ("GONE_TOKEN", *self.variables)
+
+        def __len__(self):
+            return len(self.variables)
+
+    assert secret_values(environ=Unsetting(HF_TOKEN="hf_abcdefgh")) == {"hf_abcdefgh"}
+
+
+def test_mlflow_telemetry_is_off_unless_the_user_turns_it_on():
+    probe = "import harness; from mlflow.environment_variables import MLFLOW_DISABLE_TELEMETRY as v; print(v.get())"
+    env = {k: v for k, v in ENV.items() if k != "MLFLOW_DISABLE_TELEMETRY"}
+    said = [subprocess.run([sys.executable, "-c", probe], env={**env, **extra}, capture_output=True, text=True,
+                           check=True).stdout.strip() for extra in ({}, {"MLFLOW_DISABLE_TELEMETRY": "false"})]
+    assert said == ["True", "False"]
 
 
 def test_a_server_quoting_the_key_back_is_masked_in_the_error():
