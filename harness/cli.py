@@ -91,12 +91,12 @@ def tables(args: argparse.Namespace, cfg) -> None:
     from harness.report.tables import grid, pareto, render, spec
 
     specs = spec.select(args.tables)
+    extra = [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])]
     if args.action in ("validate", "reproduce"):
         for s in specs:
-            grid.validate(s, args.scale)
+            grid.validate(s, args.scale, extra)
         print(f"{len(specs)} table file(s) valid at {args.scale} scale: {', '.join(s.id for s in specs)}")
     if args.action in ("run", "reproduce"):
-        extra = [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])]
         for s in specs:
             grid.run_table(s, args.scale, extra)
             if s.pairwise:  # MC-indexing Figure 3: judge a's answers against b's, once both runs are recorded

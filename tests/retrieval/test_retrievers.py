@@ -95,7 +95,27 @@ def test_one_by_one_vectors_do_not_depend_on_their_batch_mates():
     alone = np.vstack([solo.encode([t]) for t in texts[:4]])
     assert np.array_equal(solo.encode(texts)[:4], alone)  # bit for bit, whatever else is encoded
     assert np.array_equal(solo.encode(texts[2:] + texts[:2])[-2:], alone[:2])
-    assert solo.identity.endswith("|solo") and "|solo" not in SentenceTransformerEmbedder(batch_size=64).identity
+    assert solo.identity.endswith("|solo|threads=1") and "|solo" not in SentenceTransformerEmbedder(batch_size=64).identity
+
+
+def test_one_by_one_vectors_are_the_same_on_any_core_count():
+    """Several torch threads: the texts go to the cores side by side, each pass on one thread,
+    so the vectors are a one-thread loop's, in order; the thread count is given back."""
+    import torch
+
+    from harness.data.ohrbench import OHRBench
+
+    text = OHRBench().load().documents[0].text
+    texts = [text[i:i + n] for i, n in zip(range(0, 6000, 100), [40, 60, 90, 120, 700] * 12)]
+    solo, before = SentenceTransformerEmbedder(batch_size=1), torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one_thread = solo.encode(texts)
+        torch.set_num_threads(2)
+        assert np.array_equal(solo.encode(texts), one_thread)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_an_embedders_input_limit_does_not_leak_into_the_next_one():

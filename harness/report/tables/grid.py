@@ -59,10 +59,11 @@ def paper_numbers(spec: TableSpec) -> dict[tuple[str, str], float | None]:
     return out
 
 
-def validate(spec: TableSpec, scale: str) -> None:
+def validate(spec: TableSpec, scale: str, extra: Sequence[str] = ()) -> None:
     """Fails (ConfigError naming the table and grid point) on an unknown config, choice or
     parameter, a layout metric or plotted series that no metric of the run records, and paper
-    numbers whose keys are not in the layout; builds no model."""
+    numbers whose keys are not in the layout; builds no model. ``extra``: the overrides
+    :func:`run_table` will add, so each point is composed once for both."""
     from harness.metrics.keys import is_recorded, recorded_keys, recorded_series
     from harness.pipeline.components import build_components
 
@@ -75,7 +76,7 @@ def validate(spec: TableSpec, scale: str) -> None:
             continue
         seen.add(point.overrides)
         try:
-            built = build_components(compose(spec, point, scale, ["tracking=none"]))
+            built = build_components(compose(spec, point, scale, extra))  # touches no store
             row = next(r for r in spec.rows if r.key == point.row)
             names = {spec.metric_name(row, c) for c in spec.columns() if c.group.key == point.group}
             names |= set(spec.select_by)
@@ -95,7 +96,7 @@ def validate(spec: TableSpec, scale: str) -> None:
     if spec.pairwise is not None:
         from harness.report.tables import pairwise
 
-        pairwise.build_judge(spec, scale, ["tracking=none"])  # composes and builds the judge's llm (loads no weights)
+        pairwise.build_judge(spec, scale, extra)  # composes and builds the judge's llm (loads no weights)
 
 
 def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Callable[[str], None] = print
