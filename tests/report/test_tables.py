@@ -360,3 +360,22 @@ def test_models_name_each_llm_with_its_precision():
             "c": run(**{"judge.llm.model": "gpt-4o", "judge.llm.dtype": "None"})}
     assert render.models_used(runs) == ["embedder: bundled all-MiniLM-L6-v2", "llm: Qwen/Qwen3-8B",
                                         "llm: bundled SmolLM2-135M-Instruct (bfloat16)", "llm: gpt-4o"]
+
+
+def test_validating_composes_each_grid_point_that_the_run_then_reuses(tmp_path, monkeypatch):
+    """`tables reproduce` validates every table, then runs it: one Hydra composition per grid
+    point serves both (the run's own overrides included)."""
+    from harness.report import registry
+
+    t = write_table(tmp_path, DEMO)
+    composed, compose = [], registry.compose
+    monkeypatch.setattr(registry, "compose", lambda overrides: composed.append(overrides) or compose(overrides))
+    monkeypatch.setattr(grid, "_COMPOSED", {})
+    extra = [f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}"]
+    grid.validate(t, "smoke", extra)
+    points = [p for p in t.runs("smoke") if not p.skip]
+    assert len(composed) == len(points) == 3
+    cfgs = [grid.compose(t, p, "smoke", extra) for p in points]
+    assert len(composed) == 3 and {c.cache.dir for c in cfgs} == {str(tmp_path / "cache")}
+    cfgs[0].cache.dir = "elsewhere"  # each caller gets its own copy
+    assert grid.compose(t, points[0], "smoke", extra).cache.dir == str(tmp_path / "cache")
