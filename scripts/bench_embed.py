@@ -19,8 +19,6 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from harness.data.base import SAMPLES_DIR  # noqa: E402
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -30,6 +28,7 @@ def main() -> None:
     import numpy as np
     import torch
 
+    from harness.data.base import SAMPLES_DIR
     from harness.retrieval.embedders import SentenceTransformerEmbedder, _load_model, solo_on_every_core
 
     model = _load_model(SentenceTransformerEmbedder().path, None, None)
