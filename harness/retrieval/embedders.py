@@ -133,8 +133,8 @@ def solo_on_every_core(encode_one: Callable[[str], np.ndarray], texts: Sequence[
     cores = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        first = [encode_one(texts[0])]
-        if cores == 1 or len(texts) == 1:
+        first = [encode_one(t) for t in texts[:1]]
+        if cores == 1:
             return first + [encode_one(t) for t in texts[1:]]
         # each worker sets its own count too: OpenMP's is per thread, a new one would use every core
         with ThreadPoolExecutor(cores, thread_name_prefix="embed", initializer=torch.set_num_threads,
