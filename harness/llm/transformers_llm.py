@@ -215,9 +215,9 @@ class TransformersLLM(LLM):
         for group in self._passes([len(ids) for _, ids, _, _ in passes]):
             group = [passes[g] for g in group]
             logits, _, first = self._forward([ids for _, ids, _, _ in group],
-                                             min(p for _, _, at, _ in group for p in at.values()))
+                                             min((p for _, _, at, _ in group for p in at.values()), default=0))
             for row, (i, ids, at, target) in enumerate(group):
-                cuts = torch.tensor([at[c] - first for c in items[i][2]], device=self.device)
+                cuts = torch.tensor([at[c] - first for c in items[i][2]], dtype=torch.long, device=self.device)
                 out[i] = torch.log_softmax(logits[row, cuts], dim=-1)[:, target].tolist()
                 self.stats.scored_tokens += len(ids)
         return out

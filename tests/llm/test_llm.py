@@ -353,6 +353,7 @@ def test_one_pass_prefix_scores_equal_one_sequence_per_cut(smollm32):
     one_pass = smollm32._prefix_logprobs([item])[0]
     per_cut = LLM._prefix_logprobs(smollm32, [item])[0]
     assert one_pass == pytest.approx(per_cut, abs=1e-3)
+    assert smollm32._prefix_logprobs([[head, text, [], smollm32.tokenizer.eos_token]]) == [[]]  # no cut, no score
 
 
 @pytest.mark.slow
