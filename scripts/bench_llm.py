@@ -144,18 +144,16 @@ def unequal_batches(llm, text: str, rounds: int = 3) -> None:
             return prefill.batch_cache(llm._model, prompts)
 
     for name, run in (("score 8 sequences of 124-729 tokens", score), ("read 8 prompts of 850-1400 tokens", read)):
-        best = {True: float("inf"), False: float("inf")}
+        best, outputs = {True: float("inf"), False: float("inf")}, {}
         for _ in range(rounds):
             for together in (True, False):
                 t0 = time.perf_counter()
-                out = run(together)
+                outputs[together] = run(together)
                 best[together] = min(best[together], time.perf_counter() - t0)
-                if name.startswith("score"):
-                    best.setdefault(("out", together), out)
         line = f"{name}: {best[True]:.1f} s in one padded pass, {best[False]:.1f} s one by one " \
                f"({best[True] / best[False]:.2f}x)"
-        if name.startswith("score"):
-            diff = max(abs(a - b) for x, y in zip(best[("out", True)], best[("out", False)]) for a, b in zip(x, y))
+        if run is score:
+            diff = max(abs(a - b) for x, y in zip(outputs[True], outputs[False]) for a, b in zip(x, y))
             line += f"; largest log-probability difference {diff:.3g}"
         print(line)
     llm._passes = one_pass.__get__(llm)

@@ -13,9 +13,11 @@ test compares them in float32, where no rounding tie flips one).
 from __future__ import annotations
 
 import inspect
+from functools import lru_cache
 from typing import Any
 
 
+@lru_cache(maxsize=4)  # asked once a forward pass; the answer is the model class's
 def keeps_logits(model: Any) -> bool:
     """Whether ``model``'s forward takes ``logits_to_keep`` (the last positions' logits only)."""
     return "logits_to_keep" in inspect.signature(model.forward).parameters
@@ -31,17 +33,16 @@ def batch_cache(model: Any, ids: list[list[int]]):
     from transformers.cache_utils import DynamicLayer
 
     width = max(len(p) for p in ids)
-    if min(len(p) for p in ids) in (1, width):
+    layers = DynamicCache(config=model.config).layers
+    if min(len(p) for p in ids) in (1, width) or not layers or any(type(x) is not DynamicLayer for x in layers):
         return None
     reads = []
     for p in ids:
         alone = DynamicCache(config=model.config)
-        if not alone.layers or any(type(layer) is not DynamicLayer for layer in alone.layers):
-            return None
         model(input_ids=torch.tensor([p[:-1]], device=model.device), past_key_values=alone, use_cache=True,
               **({"logits_to_keep": 1} if keeps_logits(model) else {}))
         reads.append(alone.layers)
     # zeros in the padding columns (the attention mask hides them)
-    layers = [tuple(torch.cat([F.pad(getattr(r[n], kv), (0, 0, width - len(p), 0)) for r, p in zip(reads, ids)])
-                    for kv in ("keys", "values")) for n in range(len(reads[0]))]
-    return DynamicCache(ddp_cache_data=layers, config=model.config)
+    padded = [tuple(torch.cat([F.pad(getattr(r[n], kv), (0, 0, width - len(p), 0)) for r, p in zip(reads, ids)])
+                    for kv in ("keys", "values")) for n in range(len(layers))]
+    return DynamicCache(ddp_cache_data=padded, config=model.config)
