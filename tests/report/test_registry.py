@@ -43,6 +43,41 @@ def test_compose_and_llm_overrides():
     assert cfg.tracking.uri and cfg.cache.dir
 
 
+def hydra_alone(overrides):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose(registry.PRIMARY, overrides=list(overrides))
+
+
+@pytest.mark.parametrize("overrides", [
+    ["chunker=fixed", "chunker.size=100", "dataset=qasper", "scale=full"],
+    ["chunker.size=300", "chunker=fixed", "+chunker.extra=[1,2]", "~context.budget", "experiment_name=x"],
+    ["chunker=hichunk", "chunker.max_tokens=128", "llm.model=Qwen/Qwen3-8B", "profile=cluster"],
+    ["chunker=lgmgc", "retriever=bm25", "retriever.top_k=3", "++retriever.k9=1.2", "cache.dir=${oc.env:HOME}",
+     "hydra/launcher=local"],
+], ids=["values", "add-delete-order", "profile", "force-add-hydra-group"])
+def test_compose_equals_one_hydra_composition(overrides):
+    """Group choices composed once per set, values set afterwards on a copy: the same config as
+    Hydra's single composition, flags and unresolved interpolations included."""
+    from omegaconf import OmegaConf
+
+    ours, hydras = registry.compose(overrides), hydra_alone(overrides)
+    assert OmegaConf.to_yaml(ours) == OmegaConf.to_yaml(hydras) and OmegaConf.is_struct(ours)
+    ours.experiment_name = "changed"  # a copy: the next caller is not affected
+    assert registry.compose(overrides).experiment_name == hydras.experiment_name
+
+
+@pytest.mark.parametrize("overrides", [["chunker=fixed", "chunker.sise=3"], ["chunker=nope"], ["chunker.size=1,2"],
+                                       ["~chunker.nope"], ["+chunker.size=3"]])
+def test_compose_refuses_what_hydra_refuses(overrides):
+    with pytest.raises(Exception) as ours:
+        registry.compose(overrides)
+    with pytest.raises(Exception) as hydras:
+        hydra_alone(overrides)
+    assert (type(ours.value), str(ours.value)) == (type(hydras.value), str(hydras.value))
+
+
 def test_chunkers_needing_an_llm():
     needs = {n for n in registry.choices("chunker") if registry.needs_llm(n)}
     assert {"lumber", "hichunk", "logits_guided", "lgmgc", "multi_view_llm"} <= needs  # lgmgc via its defaults

@@ -1,6 +1,7 @@
 """Paper tables: the shipped table files, the grid they expand to, and rendering from real runs."""
 
 import csv
+import functools
 import io
 
 import pytest
@@ -362,20 +363,21 @@ def test_models_name_each_llm_with_its_precision():
                                         "llm: bundled SmolLM2-135M-Instruct (bfloat16)", "llm: gpt-4o"]
 
 
-def test_validating_composes_each_grid_point_that_the_run_then_reuses(tmp_path, monkeypatch):
-    """`tables reproduce` validates every table, then runs it: one Hydra composition per grid
-    point serves both (the run's own overrides included)."""
+def test_grid_points_that_differ_in_values_share_one_hydra_composition(tmp_path, monkeypatch):
+    """`tables reproduce` validates every table, then runs it: Hydra reads the YAML once per set
+    of group choices (chunker=fixed for both sizes, chunker=sentence), for validation and run
+    alike; each caller gets its own copy with its values set."""
     from harness.report import registry
 
     t = write_table(tmp_path, DEMO)
-    composed, compose = [], registry.compose
-    monkeypatch.setattr(registry, "compose", lambda overrides: composed.append(overrides) or compose(overrides))
-    monkeypatch.setattr(grid, "_COMPOSED", {})
+    monkeypatch.setattr(registry, "_compose_choices", functools.lru_cache(registry._compose_choices.__wrapped__))
     extra = [f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}"]
     grid.validate(t, "smoke", extra)
     points = [p for p in t.runs("smoke") if not p.skip]
-    assert len(composed) == len(points) == 3
+    assert len(points) == 3 and registry._compose_choices.cache_info().misses == 2
     cfgs = [grid.compose(t, p, "smoke", extra) for p in points]
-    assert len(composed) == 3 and {c.cache.dir for c in cfgs} == {str(tmp_path / "cache")}
+    assert registry._compose_choices.cache_info().misses == 2
+    assert [c.chunker.size for c in cfgs[:2]] == [100, 200] and cfgs[2].chunker._target_.endswith("SentenceChunker")
+    assert {c.cache.dir for c in cfgs} == {str(tmp_path / "cache")}
     cfgs[0].cache.dir = "elsewhere"  # each caller gets its own copy
     assert grid.compose(t, points[0], "smoke", extra).cache.dir == str(tmp_path / "cache")

@@ -10,12 +10,10 @@ recorded at all (its reason is in the file, and the caption prints it).
 
 from __future__ import annotations
 
-import copy
 import csv
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from harness.report import registry
 from harness.report.tables.spec import GridRun, TableSpec
@@ -30,14 +28,10 @@ class Outcome:
     note: str = ""
 
 
-_COMPOSED: dict[tuple, Any] = {}  # validate() composes each point; run_table() reuses it (a fifth of a second each)
-
-
 def compose(spec: TableSpec, point: GridRun, scale: str, extra: Sequence[str] = ()):
-    overrides = (*point.overrides, f"scale={scale}", f"experiment_name={spec.experiment}", *extra)
-    if overrides not in _COMPOSED:
-        _COMPOSED[overrides] = registry.compose(list(overrides))
-    return copy.deepcopy(_COMPOSED[overrides])
+    """A grid point's config (validate() and run_table() each ask; the registry reads YAML once
+    per set of group choices)."""
+    return registry.compose([*point.overrides, f"scale={scale}", f"experiment_name={spec.experiment}", *extra])
 
 
 def tags(spec: TableSpec, point: GridRun, scale: str) -> dict[str, str]:
