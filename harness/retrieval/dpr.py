@@ -52,13 +52,19 @@ class DPREncoder:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.max_seq_length = 512  # BERT's limit; the embedder may lower it
 
+    def tokenize(self, texts: Sequence[str]):
+        return self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_seq_length,
+                              return_tensors="pt")
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        return self.tokenize(texts)["attention_mask"].sum(dim=1).tolist()
+
     def encode(self, texts: Sequence[str], batch_size: int, normalize: bool) -> np.ndarray:
         import torch
 
         out = []
         for b in range(0, len(texts), batch_size):
-            batch = self.tokenizer(list(texts[b:b + batch_size]), padding=True, truncation=True,
-                                   max_length=self.max_seq_length, return_tensors="pt").to(self.device)
+            batch = self.tokenize(texts[b:b + batch_size]).to(self.device)
             with torch.inference_mode():
                 vecs = self.model(**batch).pooler_output.float()
             if normalize:

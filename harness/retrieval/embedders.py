@@ -101,47 +101,96 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: Sequence[str], normalize: bool = True) -> np.ndarray:
         """The model itself, one call for ``texts``."""
-        from harness.retrieval.dpr import DPREncoder
-
         m = _load_model(self.path, self.device, self.pooling)
         # The model object is shared by every embedder of the process: set its input limit on
         # every call, this embedder's or the model's own, never leave another embedder's in place
         # (a 512 set by one retriever silently changed the next one's vectors under the same key).
         if hasattr(m, "max_seq_length"):
             m.max_seq_length = self.max_seq_length or _MODEL_MAX_SEQ.setdefault(id(m), m.max_seq_length)
-        if isinstance(m, DPREncoder):
-            def encode(batch):
-                return m.encode(batch, self.batch_size, normalize)
-        else:
-            def encode(batch):
-                return m.encode(batch, batch_size=self.batch_size, normalize_embeddings=normalize,
-                                convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
         if self.batch_size == 1:
-            return np.vstack(solo_on_every_core(lambda t: encode([t]), texts))
-        return encode(list(texts))
+            return on_every_core(lambda batch: self._model_encode(m, batch, len(batch), normalize), texts,
+                                 passes(token_counts(m, texts)))
+        return self._model_encode(m, texts, self.batch_size, normalize)
+
+    @staticmethod
+    def _model_encode(m, texts: Sequence[str], batch_size: int, normalize: bool) -> np.ndarray:
+        from harness.retrieval.dpr import DPREncoder
+
+        if isinstance(m, DPREncoder):
+            return m.encode(texts, batch_size, normalize)
+        return m.encode(list(texts), batch_size=batch_size, normalize_embeddings=normalize, convert_to_numpy=True,
+                        show_progress_bar=False).astype(np.float32)
 
 
-def solo_on_every_core(encode_one: Callable[[str], np.ndarray], texts: Sequence[str]) -> list[np.ndarray]:
-    """``encode_one`` of each text, each call on one torch thread, as many calls side by side as
-    torch has threads. One short text is too small a matrix to share out over cores, so the cores
-    take texts instead: 1.26x on GutenQA paragraphs, 1.15x on 256-token passages, 2 cores
-    (scripts/bench_embed.py), and vectors equal to a one-thread loop's. The first call runs alone:
-    the tokenizer settles its truncation settings, which it must not change while others encode."""
+def token_counts(m, texts: Sequence[str]) -> list[int]:
+    """How many tokens the model reads of each text (after truncation), tokenised as its encode
+    call tokenises them."""
+    from harness.retrieval.dpr import DPREncoder
+
+    if isinstance(m, DPREncoder):
+        return m.token_counts(texts)
+    prompt = m.prompts.get(m.default_prompt_name) if m.default_prompt_name else None
+    return m.preprocess(list(texts), prompt=prompt)["attention_mask"].sum(dim=1).tolist()
+
+
+# A text this short is a few rows, which MKL multiplies by another kernel than a batch's rows
+# (MiniLM: 2 and 3 tokens move by ~2e-7 in a batch); from 4 tokens on the bits are the same.
+MIN_SHARED_TOKENS = 4
+MAX_PASS_TOKENS = 1024  # rows of one pass: more gains nothing on long texts (scripts/bench_embed.py) and the cores share fewer passes
+
+
+def passes(lengths: Sequence[int]) -> list[list[int]]:
+    """Which texts (indices) share a forward pass: texts of one token length, so that none is
+    padded and each one's arithmetic is what it is alone (a GEMM computes a row the same way
+    whatever the number of rows; tests/retrieval checks it bit for bit), at most
+    ``MAX_PASS_TOKENS`` rows a pass; a text under ``MIN_SHARED_TOKENS`` tokens alone. Costliest
+    first, so that the cores finish together."""
+    by_length: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        by_length.setdefault(n if n >= MIN_SHARED_TOKENS else -1 - i, []).append(i)
+    out = []
+    for idx in by_length.values():
+        step = max(1, MAX_PASS_TOKENS // max(lengths[idx[0]], 1))
+        out += [idx[b:b + step] for b in range(0, len(idx), step)]
+    return sorted(out, key=lambda group: -len(group) * lengths[group[0]])
+
+
+def on_every_core(encode: Callable[[list[str]], np.ndarray], texts: Sequence[str], groups: list[list[int]]
+                  ) -> np.ndarray:
+    """``encode`` of each group of ``texts`` (lists of indices, :func:`passes`), each call on one
+    torch thread, as many calls side by side as torch has threads; one row per text, in order. A
+    pass over short texts is too small a matrix to share out over cores, so the cores take passes
+    instead; with :func:`passes`' groups the rows equal, bit for bit, a one-thread loop over the
+    texts one at a time, and cost less (scripts/bench_embed.py). The cheapest pass runs alone
+    first: the tokenizer settles its truncation settings, which it must not change while others
+    encode."""
     import torch
     from concurrent.futures import ThreadPoolExecutor
 
+    if not groups:
+        return np.zeros((0, 0), dtype=np.float32)
+    groups = [*groups[-1:], *groups[:-1]]
     cores = torch.get_num_threads()
     torch.set_num_threads(1)
+
+    def run(group: list[int]) -> np.ndarray:
+        return encode([texts[i] for i in group])
+
     try:
-        first = [encode_one(t) for t in texts[:1]]
+        vecs = [run(groups[0])]
         if cores == 1:
-            return first + [encode_one(t) for t in texts[1:]]
-        # each worker sets its own count too: OpenMP's is per thread, a new one would use every core
-        with ThreadPoolExecutor(cores, thread_name_prefix="embed", initializer=torch.set_num_threads,
-                                initargs=(1,)) as pool:
-            return first + list(pool.map(encode_one, texts[1:]))
+            vecs += [run(g) for g in groups[1:]]
+        else:
+            # each worker sets its own count too: OpenMP's is per thread, a new one would use every core
+            with ThreadPoolExecutor(cores, thread_name_prefix="embed", initializer=torch.set_num_threads,
+                                    initargs=(1,)) as pool:
+                vecs += list(pool.map(run, groups[1:]))
     finally:
         torch.set_num_threads(cores)
+    out = np.empty((len(texts), vecs[0].shape[1]), dtype=np.float32)
+    for group, v in zip(groups, vecs):
+        out[group] = v
+    return out
 
 
 def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], cache: Cache,

@@ -98,6 +98,72 @@ def test_one_by_one_vectors_do_not_depend_on_their_batch_mates():
     assert solo.identity.endswith("|solo|threads=1") and "|solo" not in SentenceTransformerEmbedder(batch_size=64).identity
 
 
+def test_passes_group_texts_of_one_token_length():
+    from harness.retrieval.embedders import MAX_PASS_TOKENS, MIN_SHARED_TOKENS, passes
+
+    lengths = [10, 3, 10, 200, 3, 10, MAX_PASS_TOKENS // 2] + [MAX_PASS_TOKENS // 2] * 2
+    groups = passes(lengths)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))  # each text once
+    assert all(len({lengths[i] for i in g}) == 1 for g in groups)  # no padding inside a pass
+    assert [1] in groups and [4] in groups and MIN_SHARED_TOKENS > 3  # too short to share: alone
+    assert [0, 2, 5] in groups and all(len(g) * lengths[g[0]] <= MAX_PASS_TOKENS for g in groups)
+    costs = [len(g) * lengths[g[0]] for g in groups]
+    assert costs == sorted(costs, reverse=True) and passes([]) == []
+
+
+def test_a_rows_bits_do_not_depend_on_how_many_rows_share_its_pass():
+    """What sharing a pass rests on: with no padding, a text's vector from a pass of k texts of
+    its length equals its vector alone, bit for bit, from MIN_SHARED_TOKENS tokens on (ids drawn
+    at random, one torch thread)."""
+    import torch
+
+    from harness.retrieval.embedders import MIN_SHARED_TOKENS, _load_model
+
+    model, before = _load_model(SentenceTransformerEmbedder().path, None, None), torch.get_num_threads()
+    gen = torch.Generator().manual_seed(0)
+
+    def vectors(ids):
+        features = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
+        with torch.inference_mode():
+            return model(features)["sentence_embedding"]
+
+    torch.set_num_threads(1)
+    try:
+        for n in [*range(MIN_SHARED_TOKENS, 40, 3), 77, 128, 256]:
+            ids = torch.randint(1000, 29000, (5, n), generator=gen)
+            alone = torch.cat([vectors(ids[i:i + 1]) for i in range(5)])
+            for k in (2, 5):
+                assert torch.equal(vectors(ids[:k]), alone[:k]), (n, k)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_one_by_one_vectors_equal_a_loop_when_texts_share_passes():
+    """Texts of repeated token lengths (GutenQA sentences), some too short to share: the
+    embedder's vectors are those of a one-thread loop over the texts one at a time."""
+    import json
+    import re
+
+    import torch
+
+    from harness.data.base import SAMPLES_DIR
+    from harness.retrieval.embedders import _load_model, passes, token_counts
+
+    with open(SAMPLES_DIR / "gutenqa" / "GutenQA_paragraphs.jsonl", encoding="utf-8") as f:
+        paragraphs = [json.loads(line)["Chunk"] for _, line in zip(range(40), f)]
+    texts = [s for p in paragraphs for s in re.split(r"(?<=[.!?])\s+", p) if s][:150] + ["I", "Yes!", "No, no."]
+    solo, before = SentenceTransformerEmbedder(batch_size=1), torch.get_num_threads()
+    model = _load_model(solo.path, None, None)
+    assert len(passes(token_counts(model, texts))) < len(texts) / 2  # many texts do share a pass
+    got = solo._encode(texts)
+    torch.set_num_threads(1)
+    try:
+        loop = np.vstack([solo._model_encode(model, [t], 1, True) for t in texts])
+    finally:
+        torch.set_num_threads(before)
+    assert np.array_equal(got, loop)
+
+
 def test_one_by_one_vectors_are_the_same_on_any_core_count():
     """Several torch threads: the texts go to the cores side by side, each pass on one thread,
     so the vectors are a one-thread loop's, in order; the thread count is given back."""
