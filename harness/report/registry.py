@@ -51,9 +51,11 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
         return (o.is_sweep_override() or o.package is not None or o.key_or_group in _groups()
                 or o.key_or_group.split(".")[0].split("/")[0] == "hydra")
 
-    parsed = OverridesParser.create().parse_overrides(list(overrides))
-    cfg = copy.deepcopy(_compose_choices(tuple(o.input_line for o in parsed if first_step(o))))
-    ConfigLoaderImpl._apply_overrides_to_config([o for o in parsed if not first_step(o)], cfg)
+    first, values = [], []
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        (first if first_step(o) else values).append(o)
+    cfg = copy.deepcopy(_compose_choices(tuple(o.input_line for o in first)))
+    ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
     return cfg
 
 

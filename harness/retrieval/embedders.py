@@ -136,7 +136,9 @@ def token_counts(m, texts: Sequence[str]) -> list[int]:
 # A text this short is a few rows, which MKL multiplies by another kernel than a batch's rows
 # (MiniLM: 2 and 3 tokens move by ~2e-7 in a batch); from 4 tokens on the bits are the same.
 MIN_SHARED_TOKENS = 4
-MAX_PASS_TOKENS = 1024  # rows of one pass: more gains nothing on long texts (scripts/bench_embed.py) and the cores share fewer passes
+# Rows of one pass: more gains nothing on long texts (scripts/bench_embed.py), and the cores
+# would share fewer passes.
+MAX_PASS_TOKENS = 1024
 
 
 def passes(lengths: Sequence[int]) -> list[list[int]]:
