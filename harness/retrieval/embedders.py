@@ -163,9 +163,9 @@ def on_every_core(encode: Callable[[list[str]], np.ndarray], texts: Sequence[str
     torch thread, as many calls side by side as torch has threads; one row per text, in order. A
     pass over short texts is too small a matrix to share out over cores, so the cores take passes
     instead; with :func:`passes`' groups the rows equal, bit for bit, a one-thread loop over the
-    texts one at a time, and cost less (scripts/bench_embed.py). The cheapest pass runs alone
-    first: the tokenizer settles its truncation settings, which it must not change while others
-    encode."""
+    texts one at a time, and cost less (scripts/bench_embed.py). The last group (in :func:`passes`'
+    order, the cheapest) runs alone first: the tokenizer settles its truncation settings, which it
+    must not change while others encode."""
     import torch
     from concurrent.futures import ThreadPoolExecutor
 
