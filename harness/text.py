@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.types import ConfigError
+from harness.types import ConfigError, Unavailable
 
 TOKEN_UNITS = ("tokens", "words", "chars")
 _WORD = re.compile(r"\S+")
@@ -283,6 +283,10 @@ class Tokenizer:
                               "harness.llm.tokens.tokenizer_for (python -m harness resolves 'reader')")
         try:
             self._backend()  # fail now, not mid-run, if the tokenizer cannot load
+        except OSError as e:  # the Hub's "not found offline": a name that is right but not here
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise Unavailable(f"tokenizer={self._source!r} cannot be loaded here ({first}); download it "
+                              f"(huggingface-cli download {self._source}) or give a local folder") from e
         except Exception as e:
             raise ConfigError(f"tokenizer={name!r} could not be loaded ({e}); valid: {TOKENIZER_NAMES}") from e
 

@@ -24,6 +24,11 @@ class ConfigError(ValueError):
     """A component was configured with a bad parameter. The message names the parameter."""
 
 
+class Unavailable(ConfigError):
+    """A model, tokenizer or file named right that cannot be had here (not downloaded, the Hub
+    unreachable): a full-scale table check reports it as a status, a run as a failed point."""
+
+
 @dataclass(frozen=True)
 class Section:
     start: int

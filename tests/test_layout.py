@@ -6,6 +6,7 @@ backend. And no module grows past 400 lines.
 """
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,12 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     assert forbidden(PACKAGE / "cache.py") == ["harness.llm.vllm_llm", "harness.pipeline.runner"]
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(REPO)))
-def test_modules_stay_small(path):
-    n = len(path.read_text(encoding="utf-8").splitlines())
-    assert n <= 400, f"{path.name} has {n} lines: split it by what its parts do"
+def test_modules_over_400_lines_are_listed():
+    """Past 400 lines a module is listed in a warning (a split forced by a line count falls along
+    no seam, issue 33); past 500 it fails."""
+    over = {str(p.relative_to(REPO)): n for p in MODULES
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+    if over:
+        warnings.warn("modules over 400 lines (split each where its parts do different things): "
+                      + ", ".join(f"{p} ({n})" for p, n in sorted(over.items())))
+    assert not {p: n for p, n in over.items() if n > 500}

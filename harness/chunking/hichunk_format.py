@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from harness.chunking.sentence import sentence_pieces
 from harness.chunking.units import Span
+from harness.llm.replies import strip_reasoning
 
 # Listing A4, verbatim as the authors' code sends it (HiChunk.py, PROMPT).
 PROMPT = ('You are an assistant good at reading and formatting documents, and you are also skilled at distinguishing '
@@ -136,7 +137,7 @@ def parse_points(reply: str, n_lines: int) -> tuple[list[Point], Counter[str]]:
     - ``missing_is_title``: no or unreadable is_title: the point is kept with is_title=False.
     """
     counts: Counter[str] = Counter()
-    text = reply.rsplit("</think>", 1)[-1]
+    text = strip_reasoning(reply)
     points: list[Point] = []
     for raw in text.split("\n"):
         found = list(_POINT.finditer(raw))

@@ -38,6 +38,7 @@ from harness.chunking.paragraph import ParagraphChunker
 from harness.chunking.sentence import sentence_pieces
 from harness.chunking.units import Span, require_int
 from harness.llm.base import LLM, Sampling
+from harness.llm.replies import strip_reasoning
 from harness.types import Chunk, Document
 
 # The authors' prompt, verbatim (joaodsmarques/LumberChunker, Code/LumberChunker-Segmentation.py).
@@ -58,7 +59,7 @@ _WS = re.compile(r"\s+")
 
 def parse_shift_id(reply: str) -> int | None:
     """The paragraph id of the first "Answer: ID <n>" in ``reply`` (after any ``</think>``), or None."""
-    match = _ANSWER.search(reply.rsplit("</think>", 1)[-1])
+    match = _ANSWER.search(strip_reasoning(reply))
     return int(match.group(1)) if match else None
 
 

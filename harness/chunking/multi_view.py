@@ -34,6 +34,7 @@ from harness.chunking.base import Chunker, require
 from harness.chunking.llm_chunker import RepairCounts
 from harness.chunking.units import require_int
 from harness.llm.base import LLM, Sampling
+from harness.llm.replies import strip_reasoning
 from harness.text import lexical_tokens
 from harness.types import Chunk, Document
 
@@ -122,7 +123,7 @@ class MultiViewChunker(RepairCounts, Chunker):
                                      for d, c in todo], sampling, desc=f"view {view}")
             texts = {}
             for (d, c), reply in zip(todo, replies):
-                text = reply.strip() if view == "summary" else parse_keywords(reply)
+                text = strip_reasoning(reply).strip() if view == "summary" else parse_keywords(reply)
                 if text:
                     texts[c.chunk_id] = text
                 else:
@@ -138,8 +139,8 @@ def _section_name(doc: Document, chunk: Chunk) -> str:
 
 
 def parse_keywords(reply: str) -> str:
-    """The keywords of a ``[...]`` list reply joined by ", "; "" when there is no list."""
-    m = re.search(r"\[(.*?)\]", reply, re.S)
+    """The keywords of a ``[...]`` list reply (after any ``</think>``) joined by ", "; "" when there is no list."""
+    m = re.search(r"\[(.*?)\]", strip_reasoning(reply), re.S)
     if not m:
         return ""
     for parse in (json.loads, ast.literal_eval):

@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from harness.llm.replies import strip_reasoning
+
 SYSTEM = "You are a helpful assistant."
 
 SEGMENT_PROMPT = """这是一个文本分块任务，你是一名文本分割方面的专家，负责按照文档生成一个问题大纲，然后依据大纲将给定的文本分割成文本块。你必须遵守以下四个条件：
@@ -116,7 +118,7 @@ def parse_segmentation(reply: str) -> Segmentation | None:
 def parse_judgement(reply: str) -> bool | None:
     """True for 是 / yes (the chunk misses information), False for 否 / no, None otherwise.
     Reasoning before ``</think>`` is skipped; the first answer word decides."""
-    text = reply.rsplit("</think>", 1)[-1].strip().strip("`'\"“”*").lower()
+    text = strip_reasoning(reply).strip().strip("`'\"“”*").lower()
     if text[:1] in ("是", "否"):
         return text[0] == "是"
     word = re.match(r"(yes|no)\b", text)
@@ -128,7 +130,7 @@ def parse_judgement(reply: str) -> bool | None:
 def parse_rewrite(reply: str) -> str:
     """The rewritten chunk: what follows the last ``</think>`` (the code's rule), stripped,
     without a ``<chunk>`` wrapper the model may echo; "" when nothing is left."""
-    text = reply.rsplit("</think>", 1)[-1].strip()
+    text = strip_reasoning(reply).strip()
     return re.sub(r"^<chunk>|</chunk>$", "", text).strip()
 
 

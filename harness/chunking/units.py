@@ -42,7 +42,7 @@ def make_tokenizer(unit: str, name: str) -> Tokenizer:
     try:
         return tokenizer_for(unit, name)
     except ConfigError as e:  # a missing or broken model: the message starts with `tokenizer=...`
-        raise ConfigError(f"chunker.{e}") from e
+        raise type(e)(f"chunker.{e}") from e  # Unavailable (not downloaded) stays a status
 
 
 class UnitIndex:

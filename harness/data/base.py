@@ -34,6 +34,22 @@ in the report:
                                        a loader may stop reading there (large or streamed input)
     count(key, n)                      any other drop count the skeleton should report
 
+Where the input comes from is one choice, ``dataset.source``, resolved once by ``set_source``
+(every loader calls it from ``__init__``):
+
+    bundled   the real sample shipped in ``harness/data/samples/`` (``bundled_dir``)
+    hub       the Hugging Face Hub (``hub_id``)
+    path      a local copy, ``dataset.path=<folder or file>``
+    null      inferred: ``path`` when ``dataset.path`` is set (``dataset.path=hub`` is the legacy
+              spelling of ``dataset.source=hub``), else the loader's ``default_source``
+
+Each loader declares, as ClassVars, the ``sources`` it supports, its ``default_source`` and its
+``bundled_dir``; a choice it does not support is a ConfigError naming ``dataset.source`` and the
+supported ones. After ``set_source``, ``self.source`` is the resolved source, ``self.path`` the
+local folder or file read (the given path, or the bundled sample's folder; None for the Hub) and
+``self.location`` what is read: that path, or the Hub id. ``describe_source(node)`` gives the same
+answer from a composed config node, without building the loader or reading any data.
+
 ``load()`` is the template: ``read()``, then the report ``{n_docs, n_queries, **loader report,
 **drop counts}``, then one validation of every record. ``fingerprint()`` is a sha256 over
 ``content_digest()`` and the parameters: the loader class and its ``version``, ``name``, the
@@ -44,9 +60,10 @@ the error ``unavailable`` gives when it cannot.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +73,9 @@ from harness.data.sampling import check_limit, check_seed, take
 from harness.types import ConfigError, Document, Query
 
 SAMPLES_DIR = Path(__file__).parent / "samples"
+SOURCES = ("bundled", "hub", "path")
+LEGACY_HUB_PATH = "hub"       # dataset.path=hub: the old spelling of dataset.source=hub
+_NO_PATH = ("", "???")       # an empty override, and Hydra's missing value, set no path
 T = TypeVar("T")
 
 
@@ -86,6 +106,23 @@ class DatasetLoader(ABC):
     """The loader skeleton; see the module docstring for the hooks a dataset implements."""
 
     version: ClassVar[int] = 1
+    # Where the loader can read from (a subset of SOURCES), what dataset.source=null means when
+    # no dataset.path is given, and the bundled sample's folder (exactly when "bundled" is one
+    # of the sources). A loader declares them; set_source() and describe_source() read them.
+    sources: ClassVar[tuple[str, ...]] = ()
+    default_source: ClassVar[str | None] = None
+    bundled_dir: ClassVar[Path | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.sources:
+            return  # an intermediate base (QChunkerLoader) or a test double
+        if not set(cls.sources) <= set(SOURCES) or cls.default_source not in cls.sources:
+            raise TypeError(f"{cls.__name__}: sources must be some of {SOURCES} and hold "
+                            f"default_source; got {cls.sources}, {cls.default_source!r}")
+        if ("bundled" in cls.sources) != (cls.bundled_dir is not None):
+            raise TypeError(f"{cls.__name__}: bundled_dir must be set exactly when 'bundled' is "
+                            f"one of its sources")
 
     def __init__(self, name: str, limit_docs: int | None = None,
                  limit_queries: int | None = None, seed: int | None = None):
@@ -95,6 +132,84 @@ class DatasetLoader(ABC):
         self.limit_queries = check_limit("dataset.limit_queries", limit_queries, minimum=1)
         self.seed = check_seed(seed)
         self._drops: dict[str, int] = {}
+
+    # -- where the input comes from ------------------------------------------------------
+
+    @classmethod
+    def resolve_source(cls, source: str | None, path: str | Path | None,
+                       name: str) -> tuple[str, str | Path | None]:
+        """``(source, path)``: ``dataset.source`` resolved (null: ``path`` when a path is given,
+        ``hub`` for the legacy ``dataset.path=hub``, else ``default_source``) and checked
+        against ``sources``; ``path`` is None unless the source is ``path``. Reads nothing;
+        ``source=path`` without a path is left to ``set_source``, which says how to get it."""
+        if path is not None and str(path) in _NO_PATH:
+            path = None
+        if path is not None and str(path) == LEGACY_HUB_PATH:
+            if source not in (None, "hub"):
+                raise ConfigError(
+                    f"dataset {name!r}: dataset.path=hub is the old spelling of "
+                    f"dataset.source=hub and contradicts dataset.source={source}; drop "
+                    f"dataset.path (or, for a local folder named hub, write dataset.path=./hub)")
+            source, path = "hub", None
+        if source is None:
+            source = "path" if path is not None else cls.default_source
+        if source not in SOURCES:
+            raise ConfigError(f"dataset {name!r}: dataset.source must be one of "
+                              f"{', '.join(SOURCES)} (or null: inferred), got {source!r}")
+        if source not in cls.sources:
+            raise ConfigError(f"dataset {name!r}: dataset.source={source} is not supported; "
+                              f"{name} reads from {', '.join(cls.sources)}")
+        if source != "path" and path is not None:
+            what = "the bundled sample" if source == "bundled" else "the Hugging Face Hub"
+            raise ConfigError(f"dataset {name!r}: dataset.source={source} reads {what}, but "
+                              f"dataset.path={path} is set too; drop dataset.path, or set "
+                              f"dataset.source=path (or null) to read it")
+        return source, path
+
+    def set_source(self, source: str | None, path: str | Path | None,
+                   hub_id: str | None = None) -> None:
+        """Resolves and checks where the input comes from (see ``resolve_source``) and sets
+        ``self.source``, ``self.path`` (the folder or file read: the given path, or
+        ``bundled_dir``; None for the Hub) and ``self.location`` (that path, or ``hub_id``).
+        Call it once ``how_to_get()`` can run: its errors say how to get the data."""
+        self.source, given = self.resolve_source(source, path, self.name)
+        if self.source == "path" and given is None:
+            how = self.how_to_get()
+            only = " (its only source)" if self.sources == ("path",) else ""
+            raise ConfigError(f"dataset {self.name!r}: dataset.path is required: dataset.source "
+                              f"is path{only}, so dataset.path=<folder> is needed"
+                              + (f". {how}" if how else ""))
+        if self.source == "hub" and not hub_id:
+            raise ConfigError(f"dataset {self.name!r}: dataset.source=hub needs a Hub id "
+                              f"(dataset.hub_id is not set)")
+        self.path = (Path(given) if self.source == "path"
+                     else self.bundled_dir if self.source == "bundled" else None)
+        self.location = hub_id if self.source == "hub" else str(self.path)
+
+    @property
+    def hub(self) -> bool:
+        """The input comes from the Hugging Face Hub (``dataset.source`` resolved to hub)."""
+        return self.source == "hub"
+
+    @classmethod
+    def described_name(cls, params: Mapping[str, Any]) -> str:
+        """The dataset's name as ``__init__`` sets it, from its parameters (a config node)."""
+        return params.get("name") or _defaults(cls).get("name") or cls.__name__
+
+    @classmethod
+    def described_hub_id(cls, params: Mapping[str, Any]) -> str | None:
+        """The Hub id ``source=hub`` reads, as ``__init__`` resolves it from its parameters."""
+        return params.get("hub_id") or _defaults(cls).get("hub_id")
+
+    @classmethod
+    def describe(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``{name, source, path}`` for these parameters; see ``describe_source``."""
+        params = {**_defaults(cls), **params}
+        name = cls.described_name(params)
+        source, path = cls.resolve_source(params.get("source"), params.get("path"), name)
+        where = {"path": None if path is None else str(Path(path)), "bundled": str(cls.bundled_dir),
+                 "hub": cls.described_hub_id(params)}[source]
+        return {"name": name, "source": source, "path": where}
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -196,6 +311,38 @@ class DatasetLoader(ABC):
         except Exception as e:  # offline, gated, renamed: all end the same way for the user
             raise self.unavailable(f"{problem} ({type(e).__name__}: {e})") from e
         return table.to_list() if hasattr(table, "to_list") else list(table)
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """The defaults of ``cls.__init__``'s parameters (for a config node that leaves one out)."""
+    return {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def describe_source(node: Mapping[str, Any]) -> dict[str, Any]:
+    """Where a dataset config reads from, without building its loader or reading any data:
+    ``{"name": ..., "source": "bundled" | "hub" | "path", "path": ...}``, ``path`` being the
+    local folder or file (None when ``source=path`` has no ``dataset.path`` yet: the loader
+    itself refuses that, saying how to get the data), the Hub id, or the bundled sample's
+    folder. ``node``: the composed ``dataset`` node, resolved (a plain dict; a DictConfig is
+    resolved here). A source the loader refuses (one it does not support, a path given with
+    ``source=bundled``; beir_stitched's miracl / bioasq from the Hub) is the same ConfigError a
+    run gives. Only the source is checked, not whether the data is there."""
+    from hydra.utils import get_class
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(node, DictConfig):
+        node = OmegaConf.to_container(node, resolve=True)
+    target = node.get("_target_")
+    if not target:
+        raise ConfigError("dataset: a config node without _target_ names no loader")
+    try:
+        cls = get_class(target)
+    except Exception as e:
+        raise ConfigError(f"dataset: cannot import {target} ({e})") from e
+    if not (isinstance(cls, type) and issubclass(cls, DatasetLoader)) or not cls.sources:
+        raise ConfigError(f"dataset: {target} is no DatasetLoader declaring its sources")
+    return cls.describe({k: v for k, v in node.items() if k != "_target_"})
 
 
 def files_digest(paths: list[Path]) -> str:

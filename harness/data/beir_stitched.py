@@ -2,16 +2,17 @@
 their document retrieval task (F1@k; "Is Semantic Chunking Worth the Computational Cost?",
 Sec. 3.1, Table 1, Appendix C, Table 4).
 
-Source layout (BEIR, Thakur et al. 2021), read from ``dataset.path`` or the Hub:
+Source layout (BEIR, Thakur et al. 2021), read from the Hub (``dataset.source=hub``, the
+default) or from ``dataset.path`` (``dataset.source=path``); ``dataset.corpus`` names the set:
 
     corpus.jsonl[.gz]    {_id, title, text}       (MIRACL's corpus field ``docid`` accepted)
     queries.jsonl[.gz]   {_id, text}
     qrels/<split>.tsv    query-id <TAB> corpus-id <TAB> score, with a header line
                          (TREC's four columns ``qid iter docid rel`` accepted too)
 
-    Hub: BeIR/<source> holds corpus.jsonl.gz and queries.jsonl.gz next to a loading script
+    Hub: BeIR/<corpus> holds corpus.jsonl.gz and queries.jsonl.gz next to a loading script
     that ``datasets`` >= 4 refuses to run, so the two files are read through the ``json``
-    builder (hf://datasets/BeIR/<source>/...); BeIR/<source>-qrels holds <split>.tsv.
+    builder (hf://datasets/BeIR/<corpus>/...); BeIR/<corpus>-qrels holds <split>.tsv.
 
 Protocol, from the paper:
 - Short documents are stitched into long ones of about 100 sentences (App. C:
@@ -75,12 +76,12 @@ from harness.data.sampling import check_limit, take
 from harness.text import sentence_spans
 from harness.types import ConfigError, DataError, Document, Query, Section, Span
 
-# Qu et al., Table 4: the split each source was used with.
+# Qu et al., Table 4: the split each corpus was used with.
 PAPER_SPLITS = {"miracl": "train", "nq": "test", "scidocs": "test", "scifact": "test",
                 "bioasq": "train", "nfcorpus": "test"}
 NO_HUB_COPY = ("miracl", "bioasq")
 SEP = "\n\n"
-BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/<source>.zip"
+BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/<corpus>.zip"
 
 
 def pack(lengths: Sequence[int], target: int) -> list[list[int]]:
@@ -106,6 +107,13 @@ def pack(lengths: Sequence[int], target: int) -> list[list[int]]:
     return groups
 
 
+def _convert(corpus: str, split: str) -> str:
+    """How to get a corpus BeIR has no Hub copy of."""
+    return (f"convert {corpus} to BEIR's layout (corpus.jsonl, queries.jsonl, "
+            f"qrels/{split}.tsv; see the module docstring of "
+            f"harness/data/beir_stitched.py) and pass dataset.path=<folder>")
+
+
 def render(title: str, text: str) -> str:
     """A source document as stitched: its title, a blank line, its text (outer space cut)."""
     return SEP.join(p for p in (title.strip(), text.strip()) if p)
@@ -126,10 +134,12 @@ def _id(f: RowFields, *names: str) -> str:
 
 
 class BeirStitched(DatasetLoader):
-    """``source``: the BEIR set (scifact, nfcorpus, scidocs, nq, miracl, bioasq, or any other
-    in BEIR's layout). ``path``: None or ``"hub"`` = the Hub copies (``hub_id``, default
-    ``BeIR/<source>``; ``hub_qrels_id``, default ``BeIR/<source>-qrels``); a folder = BEIR's
-    files in it (or in ``<folder>/<source>/``, as BEIR's zips unpack). ``split``: the qrels file.
+    """``corpus``: the BEIR set (scifact, nfcorpus, scidocs, nq, miracl, bioasq, or any other
+    in BEIR's layout; it was called ``source`` before ``dataset.source`` meant where data comes
+    from). ``source`` (null: ``path`` when ``path`` is set, else hub): ``hub`` = the Hub copies
+    (``hub_id``, default ``BeIR/<corpus>``; ``hub_qrels_id``, default ``BeIR/<corpus>-qrels``);
+    ``path`` = BEIR's files in the folder ``path`` (or in ``<folder>/<corpus>/``, as BEIR's zips
+    unpack). No bundled sample. ``split``: the qrels file.
 
     ``sentences_per_doc``: the stitching target (paper: 100). ``limit_queries`` queries with a
     relevant document are kept (paper: 100 at random); ``corpus_docs`` caps the source
@@ -139,20 +149,21 @@ class BeirStitched(DatasetLoader):
     """
 
     version = 2
+    sources = ("hub", "path")
+    default_source = "hub"
 
-    def __init__(self, source: str = "scifact", path: str | Path | None = None,
+    def __init__(self, corpus: str = "scifact", path: str | Path | None = None,
                  split: str = "test", name: str | None = None, sentences_per_doc: int = 100,
                  limit_queries: int | None = None, corpus_docs: int | None = None,
                  limit_docs: int | None = None, seed: int | None = 0, min_relevance: int = 1,
                  language: str = "en", hub_id: str | None = None,
                  hub_qrels_id: str | None = None, revision: str | None = None,
-                 qrels_revision: str | None = None):
-        if not isinstance(source, str) or not source or source.startswith("."):
-            raise ConfigError(f"source must name a BEIR-style set such as scifact, got {source!r}")
-        super().__init__(name or f"beir_stitched/{source}", limit_docs, limit_queries, seed)
-        self.source = source
-        self.hub = path is None or str(path) in ("hub", "")
-        self.path = None if self.hub else Path(path)
+                 qrels_revision: str | None = None, source: str | None = None):
+        if not isinstance(corpus, str) or not corpus or corpus.startswith("."):
+            raise ConfigError(f"corpus must name a BEIR-style set such as scifact, got {corpus!r}")
+        super().__init__(type(self).described_name({"name": name, "corpus": corpus}),
+                         limit_docs, limit_queries, seed)
+        self.corpus = corpus
         if not isinstance(split, str) or not split or "/" in split:
             raise ConfigError(f"split must name a qrels file such as test, got {split!r}")
         self.split = split
@@ -163,35 +174,42 @@ class BeirStitched(DatasetLoader):
         if isinstance(min_relevance, bool) or not isinstance(min_relevance, int):
             raise ConfigError(f"min_relevance must be an integer, got {min_relevance!r}")
         self.min_relevance, self.language = min_relevance, language
-        self.hub_id = hub_id or f"BeIR/{source}"
-        self.hub_qrels_id = hub_qrels_id or f"BeIR/{source}-qrels"
+        self.hub_id = type(self).described_hub_id({"hub_id": hub_id, "corpus": corpus})
+        self.hub_qrels_id = hub_qrels_id or f"BeIR/{corpus}-qrels"
         self.revision, self.qrels_revision = revision, qrels_revision
-        if self.hub and source in NO_HUB_COPY and hub_id is None:
-            raise self.unavailable(f"{source} has no BeIR copy on the Hugging Face Hub")
+        self.set_source(source, path, self.hub_id)
+        if self.hub and corpus in NO_HUB_COPY and hub_id is None:
+            raise self.unavailable(f"{corpus} has no BeIR copy on the Hugging Face Hub")
         self._hub_cache: dict[str, Any] | None = None
+
+    @classmethod
+    def described_name(cls, params) -> str:
+        return params.get("name") or f"beir_stitched/{params.get('corpus', 'scifact')}"
+
+    @classmethod
+    def described_hub_id(cls, params) -> str:
+        return params.get("hub_id") or f"BeIR/{params.get('corpus', 'scifact')}"
 
     # -- sources -------------------------------------------------------------------------
 
     def how_to_get(self) -> str:
-        if self.source in NO_HUB_COPY:
-            how = (f"convert {self.source} to BEIR's layout (corpus.jsonl, queries.jsonl, "
-                   f"qrels/{self.split}.tsv; see the module docstring of "
-                   f"harness/data/beir_stitched.py) and pass dataset.path=<folder>")
+        if self.corpus in NO_HUB_COPY:
+            how = _convert(self.corpus, self.split)
         else:
-            how = (f"leave dataset.path unset (or dataset.path=hub) where the Hugging Face Hub "
+            how = (f"dataset.source=hub (the default) where the Hugging Face Hub "
                    f"is reachable: it reads corpus.jsonl.gz and queries.jsonl.gz from "
                    f"{self.hub_id} and {self.split}.tsv from {self.hub_qrels_id}; or download "
-                   f"{BEIR_URL.replace('<source>', self.source)}, unzip it and pass "
+                   f"{BEIR_URL.replace('<corpus>', self.corpus)}, unzip it and pass "
                    f"dataset.path=<folder holding corpus.jsonl, queries.jsonl, qrels/>")
         return f"Get the data this way: {how}."
 
     def _folder(self) -> Path:
-        for folder in (self.path, self.path / self.source):
+        for folder in (self.path, self.path / self.corpus):
             if any((folder / f"corpus{s}").is_file() for s in (".jsonl", ".jsonl.gz")):
                 return folder
         if not self.path.is_dir():
             raise self.unavailable(f"folder {self.path} does not exist")
-        raise self.unavailable(f"neither {self.path} nor {self.path / self.source} holds "
+        raise self.unavailable(f"neither {self.path} nor {self.path / self.corpus} holds "
                                f"corpus.jsonl")
 
     def _files(self) -> dict[str, Path]:
@@ -333,7 +351,7 @@ class BeirStitched(DatasetLoader):
         width = max(5, len(str(len(groups))))
         documents, where = [], {}  # where: source id -> (stitched id, start, end)
         for g, members in enumerate(groups):
-            doc_id = f"{self.source}/stitched-{g:0{width}d}"
+            doc_id = f"{self.corpus}/stitched-{g:0{width}d}"
             parts, sections, offset = [], [], 0
             for i in members:
                 if parts:
@@ -345,7 +363,9 @@ class BeirStitched(DatasetLoader):
             documents.append(Document(
                 doc_id=doc_id, text=SEP.join(parts), title="", sections=tuple(sections),
                 language=self.language,
-                meta={"source": self.source, "source_ids": [order[i] for i in members],
+                # "source": the BEIR set (the key predates dataset.corpus; cached documents
+                # under unchanged fingerprints keep it)
+                meta={"source": self.corpus, "source_ids": [order[i] for i in members],
                       "source_titles": [corpus[order[i]][0] for i in members],
                       "source_sentences": [lengths[i] for i in members],
                       "n_sentences": sum(lengths[i] for i in members)}))
@@ -364,7 +384,7 @@ class BeirStitched(DatasetLoader):
             out_queries.append(Query(
                 qid=qid, question=queries[qid],
                 doc_ids=tuple(dict.fromkeys(s[0] for s in spans)),
-                evidence=tuple(Span(*s) for s in spans), task=self.source,
+                evidence=tuple(Span(*s) for s in spans), task=self.corpus,
                 meta={"relevant_source_ids": list(relevant[qid]), "qrels": relevant[qid],
                       "evidence_method": ["exact"] * len(spans)}))
 
@@ -385,7 +405,9 @@ class BeirStitched(DatasetLoader):
         hub = ({"hub_id": self.hub_id, "hub_qrels_id": self.hub_qrels_id,
                 "revision": self.revision, "qrels_revision": self.qrels_revision}
                if self.hub else {})
-        return {"source": self.source, "split": self.split,
+        # "source" is the BEIR set (dataset.corpus, once named dataset.source): the key is kept
+        # so that the load stage's cache keys stay what they were
+        return {"source": self.corpus, "split": self.split,
                 "sentences_per_doc": self.sentences_per_doc, "corpus_docs": self.corpus_docs,
                 "min_relevance": self.min_relevance, "language": self.language, **hub}
 

@@ -37,6 +37,8 @@ Mapping:
   the corpus, and for how many items all of it sits in one document.
 
 ``questions=None`` picks "quest_eval" for the bundled sample and "split" for a checkout.
+CRUD-RAG is read from the bundled excerpt (``source=bundled``, the default) or a checkout
+(``source=path``); this loader reads no Hub copy.
 """
 
 from __future__ import annotations
@@ -77,24 +79,28 @@ def _as_subsets(subsets) -> tuple[str, ...]:
 
 
 class CRUD(QChunkerLoader):
-    """``path``: None = the bundled real excerpt (the first 150 corpus lines, 40 RAGQuestEval
-    items per QA subset; no ``split_merged.json``); a folder = a CRUD_RAG checkout (or its
-    ``data/`` folder, with ``quest_eval/`` beside it). See the module docstring for the mapping.
+    """``source`` (null: ``path`` when ``path`` is set, else bundled): ``bundled`` = the bundled
+    real excerpt (the first 150 corpus lines, 40 RAGQuestEval items per QA subset; no
+    ``split_merged.json``); ``path`` = the folder ``path``, a CRUD_RAG checkout (or its ``data/``
+    folder, with ``quest_eval/`` beside it). See the module docstring for the mapping.
     """
 
     version = 2
+    sources = ("bundled", "path")
+    default_source = "bundled"
+    bundled_dir = BUNDLED
 
     def __init__(self, path: str | Path | None = None, name: str = "crud",
                  subsets=("questanswer_1doc",), questions: str | None = None,
                  qa_only: bool = False, limit_docs: int | None = None,
                  limit_queries: int | None = None, seed: int | None = None,
-                 fuzzy_min_score: float | None = FUZZY_MIN_SCORE):
+                 fuzzy_min_score: float | None = FUZZY_MIN_SCORE, source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed, qa_only, fuzzy_min_score)
-        self.path = None if path is None else Path(path)
+        self.set_source(source, path)
         self.subsets = _as_subsets(subsets)
         if questions is not None and questions not in QUESTIONS:
             raise ConfigError(f"questions must be null, 'split' or 'quest_eval'; got {questions!r}")
-        self.questions = questions or ("quest_eval" if self.path is None else "split")
+        self.questions = questions or ("quest_eval" if self.source == "bundled" else "split")
 
     def how_to_get(self) -> str:
         return (
@@ -102,12 +108,13 @@ class CRUD(QChunkerLoader):
             f"(data/crud_split/split_merged.json is over 4 MiB; data/80000_docs/ holds the corpus; "
             f"src/quest_eval/ the RAGQuestEval probes) and pass dataset.path=<checkout>; "
             f"dataset.questions=quest_eval asks the probes instead of the split's questions, "
-            f"dataset.qa_only=true loads questions without the corpus (no retrieval).")
+            f"dataset.qa_only=true loads questions without the corpus (no retrieval); "
+            f"dataset.source=bundled (the default) reads the bundled excerpt ({BUNDLED}).")
 
     # -- files ---------------------------------------------------------------------------------
 
     def _layout(self) -> dict[str, Any]:
-        root = BUNDLED if self.path is None else self.path
+        root = self.path
         if not root.is_dir():
             raise self.unavailable(f"folder {root} does not exist")
 
@@ -140,7 +147,7 @@ class CRUD(QChunkerLoader):
             if layout["split"] is None or not layout["split"].is_file():
                 where = ("the bundled sample has no split_merged.json (the upstream file is over "
                          "4 MiB); set dataset.questions=quest_eval for its real RAGQuestEval "
-                         "probes, or get the split" if self.path is None else
+                         "probes, or get the split" if self.source == "bundled" else
                          f"{self.path} holds no data/crud_split/split_merged.json")
                 raise self.unavailable(where)
             files["split"] = layout["split"]
@@ -150,13 +157,12 @@ class CRUD(QChunkerLoader):
             if missing:
                 raise self.unavailable(
                     f"no RAGQuestEval file for {', '.join(missing)} (src/quest_eval/"
-                    f"{SUBSETS[missing[0]][0]}_quest_gt_save.json) under {self.path or BUNDLED}")
+                    f"{SUBSETS[missing[0]][0]}_quest_gt_save.json) under {self.path}")
             files["quest_eval"] = layout["quest_eval"]
         if not self.qa_only:
             corpus = layout["corpus"]
             if corpus is None or not corpus.is_dir():
-                raise self.unavailable(f"no corpus folder data/80000_docs/ under "
-                                       f"{self.path or BUNDLED}")
+                raise self.unavailable(f"no corpus folder data/80000_docs/ under {self.path}")
             files["corpus"] = sorted(p for p in corpus.iterdir()
                                      if p.is_file() and not p.name.startswith("."))
             if not files["corpus"]:

@@ -58,9 +58,10 @@ def _find(folder: Path, stems: tuple[str, ...]) -> Path | None:
 
 
 class GutenQA(DatasetLoader):
-    """``path``: None = the bundled real sample (one book, 30 questions); ``"hub"`` = the Hub
-    datasets above via ``datasets.load_dataset`` (``revision`` pins a commit); a folder = the
-    publisher's files in it (``.parquet``, or ``.jsonl`` / ``.json`` with the same columns).
+    """``source`` (null: ``path`` when ``path`` is set, else bundled): ``bundled`` = the bundled
+    real sample (one book, 30 questions); ``hub`` = the Hub datasets above via
+    ``datasets.load_dataset`` (``revision`` pins a commit); ``path`` = the publisher's files in
+    the folder ``path`` (``.parquet``, or ``.jsonl`` / ``.json`` with the same columns).
 
     ``limit_docs`` books and then ``limit_queries`` of their questions are kept: the first ones,
     or a random draw when ``seed`` is set. ``paragraphs=False`` skips the paragraph table.
@@ -68,18 +69,21 @@ class GutenQA(DatasetLoader):
     """
 
     version = 3
+    sources = ("bundled", "hub", "path")
+    default_source = "bundled"
+    bundled_dir = BUNDLED
 
     def __init__(self, path: str | Path | None = None, name: str = "gutenqa",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, paragraphs: bool = True,
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE, hub_id: str = HUB_ID,
-                 hub_paragraphs_id: str = HUB_PARAGRAPHS_ID, revision: str | None = None):
+                 hub_paragraphs_id: str = HUB_PARAGRAPHS_ID, revision: str | None = None,
+                 source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed)
-        self.hub = str(path) == "hub"
-        self.path = None if self.hub else (BUNDLED if path is None else Path(path))
         self.paragraphs = bool(paragraphs)
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.hub_id, self.hub_paragraphs_id, self.revision = hub_id, hub_paragraphs_id, revision
+        self.set_source(source, path, hub_id)
         self._hub_cache: dict[str, Rows | None] | None = None
 
     # -- sources -------------------------------------------------------------------------
@@ -87,10 +91,11 @@ class GutenQA(DatasetLoader):
     def how_to_get(self) -> str:
         return (
             f"Get GutenQA one of these ways: "
-            f"dataset.path=hub where the Hub is reachable (downloads {CHUNKS_FILE} and {QUESTIONS_FILE} from the Hugging "
-            f"Face dataset {self.hub_id}, and {PARAGRAPHS_FILE} from {self.hub_paragraphs_id}); "
-            f"or download those files and pass dataset.path=<folder holding them>; or leave "
-            f"dataset.path unset for the bundled one-book sample ({BUNDLED}).")
+            f"dataset.source=hub where the Hub is reachable (downloads {CHUNKS_FILE} and "
+            f"{QUESTIONS_FILE} from the Hugging Face dataset {self.hub_id}, and "
+            f"{PARAGRAPHS_FILE} from {self.hub_paragraphs_id}); "
+            f"or download those files and pass dataset.path=<folder holding them>; or "
+            f"dataset.source=bundled (the default) for the bundled one-book sample ({BUNDLED}).")
 
     def _files(self) -> dict[str, Path | None]:
         """The files a folder provides: chunks + questions, or the legacy single table."""

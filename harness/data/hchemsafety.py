@@ -27,19 +27,24 @@ class HChemSafety(QChunkerLoader):
                        scripts load it and chunk each string), or the unzipped ``doc_all.zip``.
 
     A question names no document, so ``doc_ids`` is empty: QChunker retrieves over the whole
-    chunked corpus. ``path``: None = the bundled 200 QA pairs (no documents); a folder =
-    ``HChemSafety/`` or the repository root holding it.
+    chunked corpus. ``source`` (null: ``path`` when ``path`` is set, else bundled): ``bundled``
+    = the bundled 200 QA pairs (no documents); ``path`` = the folder ``path``, ``HChemSafety/``
+    or the repository root holding it. This loader reads no Hub copy.
     """
 
     version = 2
+    sources = ("bundled", "path")
+    default_source = "bundled"
+    bundled_dir = BUNDLED
 
     def __init__(self, path: str | Path | None = None, name: str = "hchemsafety",
                  qa_file: str = "QA_test.json", docs_file: str = "doc_test.json",
                  qa_only: bool = False, limit_docs: int | None = None,
-                 limit_queries: int | None = None, seed: int | None = None):
+                 limit_queries: int | None = None, seed: int | None = None,
+                 source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed, qa_only, None)
-        self.path = None if path is None else Path(path)
         self.qa_file, self.docs_file = qa_file, docs_file
+        self.set_source(source, path)
 
     def how_to_get(self) -> str:
         return (
@@ -51,8 +56,8 @@ class HChemSafety(QChunkerLoader):
             f"(responder-only baselines, no retrieval).")
 
     def _folder(self) -> Path:
-        if self.path is None:
-            return BUNDLED
+        if self.source == "bundled":
+            return self.path
         if not self.path.is_dir():
             raise self.unavailable(f"folder {self.path} does not exist")
         nested = self.path / "HChemSafety"
@@ -68,7 +73,7 @@ class HChemSafety(QChunkerLoader):
         docs = folder / self.docs_file
         if not docs.is_file():
             what = ("the bundled sample holds only the 200 real QA pairs of "
-                    "HChemSafety/QA_test.json; " if self.path is None else "")
+                    "HChemSafety/QA_test.json; " if self.source == "bundled" else "")
             raise self.unavailable(
                 f"{what}the retrieval corpus {docs} does not exist (upstream it is "
                 f"HChemSafety/{self.docs_file}, at least 4 MiB), and without documents there is "

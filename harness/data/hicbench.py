@@ -71,7 +71,8 @@ def _decode(data: bytes) -> str:
 
 
 class HiChunkLayout(DatasetLoader):
-    """``path``: the folder holding ``qas/`` and ``docs/`` (HiChunk's ``dataset/``);
+    """``path``: the folder holding ``qas/`` and ``docs/`` (HiChunk's ``dataset/``), required:
+    ``source`` can only be ``path`` (no Hub copy is reachable, no sample is bundled);
     ``subset``: the file stem (``HiCBench``, ``qasper_all``, ``GutenQA``, ``narrativeqa`` ...).
 
     ``min_words`` drops shorter documents (HiChunk: OHR-Bench > 4k words, Gov-report > 5k);
@@ -83,25 +84,21 @@ class HiChunkLayout(DatasetLoader):
     """
 
     version = 3
+    sources = ("path",)
+    default_source = "path"
 
     def __init__(self, path: str | Path | None = None, subset: str = "HiCBench",
                  name: str | None = None, limit_docs: int | None = None,
                  limit_queries: int | None = None, seed: int | None = None, min_words: int = 0,
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE, language: str | None = None,
-                 task: str | None = None, tasks: list[str] | None = None):
+                 task: str | None = None, tasks: list[str] | None = None,
+                 source: str | None = None):
         if not isinstance(subset, str) or not subset or "/" in subset or subset.startswith("."):
             raise ConfigError(f"subset must be a file stem such as HiCBench, got {subset!r}")
         self.subset = subset
-        self.name = name or f"hichunk/{subset}"
-        if path is None or str(path) in ("", "???"):
-            raise ConfigError(
-                f"dataset {self.name!r}: dataset.path is required: a folder in HiChunk's layout, "
-                f"qas/{subset}.jsonl plus docs/{subset}/<_id>.txt (see {REPO}, folder dataset/). "
-                f"HiCBench's Hugging Face copy (Youtu-RAG/HiCBench) is gated or gone, so there "
-                f"is no download: get the files from the HiChunk authors and pass "
-                f"dataset.path=<folder> dataset.subset=<name>.")
-        super().__init__(self.name, limit_docs, limit_queries, seed)
-        self.path = Path(path)
+        super().__init__(type(self).described_name({"name": name, "subset": subset}),
+                         limit_docs, limit_queries, seed)
+        self.set_source(source, path)
         if check_limit("min_words", min_words) is None:
             raise ConfigError("min_words must be an integer >= 0, got None")
         self.min_words = min_words
@@ -110,6 +107,17 @@ class HiChunkLayout(DatasetLoader):
         if tasks is not None and (isinstance(tasks, str) or not all(isinstance(t, str) and t for t in tasks)):
             raise ConfigError(f"dataset {self.name!r}: tasks must be a list of task tags such as [T1], got {tasks!r}")
         self.tasks = None if tasks is None else tuple(tasks)
+
+    @classmethod
+    def described_name(cls, params) -> str:
+        return params.get("name") or f"hichunk/{params.get('subset', 'HiCBench')}"
+
+    def how_to_get(self) -> str:
+        return (f"A folder in HiChunk's layout is needed, qas/{self.subset}.jsonl plus "
+                f"docs/{self.subset}/<_id>.txt (see {REPO}, folder dataset/). HiCBench's Hugging "
+                f"Face copy (Youtu-RAG/HiCBench) is gated or gone, so there is no download: get "
+                f"the files from the HiChunk authors and pass dataset.path=<folder> "
+                f"dataset.subset=<name>.")
 
     # -- files ---------------------------------------------------------------------------
 

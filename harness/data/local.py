@@ -94,15 +94,19 @@ class LocalDataset(DatasetLoader):
     """
 
     version = 3  # 3: evidence_wording
+    sources = ("path",)  # dataset.path is required: there is no sample and no Hub copy
+    default_source = "path"
 
-    def __init__(self, path: str | Path, name: str = "local", limit_docs: int | None = None,
-                 limit_queries: int | None = None, seed: int | None = None):
-        if path is None or str(path) in ("", "???"):
-            raise ConfigError("dataset.path is required: a folder with documents.jsonl "
-                              "and queries.jsonl (python -m harness dataset=local dataset.path=DIR)")
+    def __init__(self, path: str | Path | None = None, name: str = "local",
+                 limit_docs: int | None = None, limit_queries: int | None = None,
+                 seed: int | None = None, source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed)
-        self.path = Path(path)
+        self.set_source(source, path)
         self.source_files()  # a missing, unreadable or misplaced file fails before any work
+
+    def how_to_get(self) -> str:
+        return ("Give a folder with documents.jsonl and queries.jsonl "
+                "(python -m harness dataset=local dataset.path=DIR)")
 
     def source_files(self) -> list[Path]:
         where = f"dataset.path={self.path}"

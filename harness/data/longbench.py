@@ -93,10 +93,11 @@ def passage_sections(text: str) -> tuple[Section, ...] | None:
 
 
 class LongBench(DatasetLoader):
-    """``path``: None or ``"hub"`` = data.zip from the Hub dataset ``hub_id`` (``revision``
-    pins a commit); a folder = ``<subset>.jsonl`` in it or in its ``data/`` (the unzipped
-    data.zip), ``data.zip`` itself, or a parquet mirror's ``<subset>.parquet`` /
-    ``[data/]<subset>/test-*.parquet``; or the data.zip file.
+    """``source`` (null: ``path`` when ``path`` is set, else hub): ``hub`` = data.zip from the
+    Hub dataset ``hub_id`` (``revision`` pins a commit); ``path`` = ``<subset>.jsonl`` in the
+    folder ``path`` or in its ``data/`` (the unzipped data.zip), ``data.zip`` itself, or a
+    parquet mirror's ``<subset>.parquet`` / ``[data/]<subset>/test-*.parquet``; or the data.zip
+    file. No bundled sample.
 
     ``subset``: ``all`` (the eight QA subsets, HiChunk's set), one name or a list; LongBench-E
     names (``hotpotqa_e`` ...) are accepted. ``limit_docs`` rows and then ``limit_queries`` are
@@ -105,25 +106,26 @@ class LongBench(DatasetLoader):
     """
 
     version = 2
+    sources = ("hub", "path")
+    default_source = "hub"
 
     def __init__(self, path: str | Path | None = None, subset="all", name: str = "longbench",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, passages: bool = True, hub_id: str = HUB_ID,
-                 revision: str | None = None):
+                 revision: str | None = None, source: str | None = None):
         self.subsets = _subsets(subset)
         super().__init__(name, limit_docs, limit_queries, seed)
-        self.hub = path is None or str(path) in ("hub", "")
-        self.path = None if self.hub else Path(path)
         self.passages = bool(passages)
         self.hub_id, self.revision = hub_id, revision
+        self.set_source(source, path, hub_id)
         self._zip: Path | None = None
 
     # -- sources -------------------------------------------------------------------------
 
     def how_to_get(self) -> str:
         return (
-            f"Get LongBench one of these ways: leave "
-            f"dataset.path unset where the Hugging Face Hub is reachable (downloads {HUB_FILE} "
+            f"Get LongBench one of these ways: dataset.source=hub "
+            f"(the default) where the Hugging Face Hub is reachable (downloads {HUB_FILE} "
             f"from the dataset {self.hub_id} with huggingface_hub.hf_hub_download); or download "
             f"https://huggingface.co/datasets/{self.hub_id}/resolve/main/{HUB_FILE} and pass "
             f"dataset.path=<the zip, or the folder holding it or its unzipped data/ folder>.")

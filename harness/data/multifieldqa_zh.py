@@ -25,44 +25,59 @@ class MultiFieldQAZh(QChunkerLoader):
     uses it: all contexts chunked into one corpus (its chunk scripts read them as a JSON list of
     strings), every question retrieving from all of it.
 
-    The LongBench rows are read by :class:`harness.data.longbench.LongBench` (``path``:
-    ``"hub"`` for the Hub's ``data.zip``, or a local copy); identical contexts are then merged
-    into one document (counted), so the corpus holds each text once, and each question keeps
-    its own context as ``doc_ids``.
+    ``source`` (null: ``path`` when ``path`` is set, else bundled):
 
-    QChunker's own copy (``evaldata/multifieldqa_zh.json``, bundled; ``path`` None or a folder
-    holding it) keeps only ``{question, answer}``: without contexts it loads only with
-    ``qa_only=True``.
+    - ``bundled``: QChunker's own copy (``evaldata/multifieldqa_zh.json``), which keeps only
+      ``{question, answer}``: without contexts it loads only with ``qa_only=True``;
+    - ``hub``: LongBench's rows from the Hub's ``data.zip`` (``hub_id``), read by
+      :class:`harness.data.longbench.LongBench`;
+    - ``path``: a folder holding QChunker's copy (then as ``bundled``), else a local copy of
+      LongBench's rows (a folder or the data.zip file), read by ``LongBench``.
+
+    LongBench's identical contexts are merged into one document (counted), so the corpus holds
+    each text once, and each question keeps its own context as ``doc_ids``.
     """
 
     version = 3
+    sources = ("bundled", "hub", "path")
+    default_source = "bundled"
+    bundled_dir = BUNDLED
 
     def __init__(self, path: str | Path | None = None, name: str = "multifieldqa_zh",
                  subset: str = "multifieldqa_zh", qa_only: bool = False,
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, hub_id: str = LONGBENCH_HUB_ID,
-                 revision: str | None = None):
+                 revision: str | None = None, source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed, qa_only, None)
         self.subset = subset
-        self.qa_file = self._qchunker_file(path)
+        self.hub_id, self.revision = hub_id, revision
+        self.set_source(source, path, hub_id)
+        self.qa_file = None if self.hub else self._qchunker_file(self.path)
+        if self.source == "bundled" and self.qa_file is None:
+            raise self.unavailable(f"the bundled sample {self.path} holds none of "
+                                   f"{', '.join(_QCHUNKER_MFQA_NAMES)}")
         self.longbench = None if self.qa_file else LongBench(
-            path="hub" if path is None else path, subset=subset, name=name, passages=False,
+            path=self.path, source=self.source, subset=subset, name=name, passages=False,
             hub_id=hub_id, revision=revision)
 
     @staticmethod
-    def _qchunker_file(path: str | Path | None) -> Path | None:
-        """QChunker's QA-only file, when ``path`` is the bundled sample or a folder holding it."""
-        if path is not None and str(path) == "hub":
-            return None
-        folder = BUNDLED if path is None else Path(path)
+    def _qchunker_file(folder: Path) -> Path | None:
+        """QChunker's QA-only file, when ``folder`` (the bundled sample or a given folder)
+        holds it."""
         return next((folder / n for n in _QCHUNKER_MFQA_NAMES if (folder / n).is_file()), None)
+
+    def how_to_get(self) -> str:
+        return (f"Get LongBench's {self.subset} rows with dataset.source=hub where the Hugging "
+                f"Face Hub is reachable (data.zip from {self.hub_id}), or download that data.zip "
+                f"and pass dataset.path=<it or its folder>; dataset.source=bundled (the default) "
+                f"is QChunker's question/answer pairs alone, which load with dataset.qa_only=true.")
 
     def _checked_qa_file(self) -> Path:
         if not self.qa_only:
             raise ConfigError(
                 f"dataset {self.name!r}: {self.qa_file} is QChunker's QA-only copy of {self.subset} "
                 f"(question/answer pairs without LongBench's contexts), so there are no documents to "
-                f"chunk or retrieve. Get LongBench's rows with dataset.path=hub where the Hugging Face "
+                f"chunk or retrieve. Get LongBench's rows with dataset.source=hub where the Hugging Face "
                 f"Hub is reachable (data.zip from {LONGBENCH_HUB_ID}), or download that data.zip and "
                 f"pass dataset.path=<it or its folder>; or set dataset.qa_only=true to load the "
                 f"question/answer pairs alone (no retrieval).")

@@ -94,30 +94,32 @@ class _Example:
 
 
 class NaturalQuestions(DatasetLoader):
-    """``path``: ``"hub"`` = ``datasets.load_dataset(hub_id, config, split=split,
-    streaming=streaming, revision=revision)``; otherwise a parquet / jsonl(.gz) file, a folder
-    of them (read recursively in name order) or a glob, rows in the Hub layout or Google's.
+    """``source`` (null: ``path`` when ``path`` is set, else hub): ``hub`` =
+    ``datasets.load_dataset(hub_id, config, split=split, streaming=streaming,
+    revision=revision)``; ``path`` = ``path``, a parquet / jsonl(.gz) file, a folder of them
+    (read recursively in name order) or a glob, rows in the Hub layout or Google's. No bundled
+    sample.
 
     MC-indexing evaluates on NQ's dev set (586 questions after its filters), hence the default
     ``config=dev``, ``split=validation``. Everything else: see the module docstring.
     """
 
     version = 2
+    sources = ("hub", "path")
+    default_source = "hub"
 
-    def __init__(self, path: str | Path | None = "hub", name: str = "nq",
+    def __init__(self, path: str | Path | None = None, name: str = "nq",
                  hub_id: str = HUB_ID, config: str = "dev", split: str = "validation",
                  streaming: bool = False, revision: str | None = None,
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, min_tokens: int = 10000,
                  drop_sections: Iterable[str] | None = DROP_SECTIONS, heading_levels: int = 3,
                  require_long_answer: bool = True, same_section: bool = True,
-                 annotation: str = "first", answer_scope: str = "long_answer"):
+                 annotation: str = "first", answer_scope: str = "long_answer",
+                 source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed)
-        if path is None or str(path) in ("", "???"):
-            raise self.unavailable("dataset.path is not set")
-        self.hub = str(path) == "hub"
-        self.path = None if self.hub else Path(path)
         self.hub_id, self.config, self.split = hub_id, config, split
+        self.set_source(source, path, hub_id)
         self.streaming, self.revision = bool(streaming), revision
         if check_limit("min_tokens", min_tokens) is None:
             raise ConfigError("min_tokens must be an integer >= 0, got None")
@@ -141,7 +143,7 @@ class NaturalQuestions(DatasetLoader):
     def how_to_get(self) -> str:
         return (
             f"Get Natural Questions one of these ways: "
-            f"dataset.path=hub where the Hugging Face Hub is reachable (loads {HUB_ID}, "
+            f"dataset.source=hub (the default) where the Hugging Face Hub is reachable (loads {HUB_ID}, "
             f"dataset.config=dev is the 7,830-question validation set MC-indexing evaluates on; "
             f"config=default split=train is about 40 GB, add dataset.streaming=true to read it "
             f"without a full download); or download the parquet files of that dataset (or "

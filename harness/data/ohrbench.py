@@ -25,6 +25,7 @@ from harness.data.sampling import check_limit
 from harness.types import ConfigError, DataError, Document, Query, Section, Span
 
 BUNDLED = SAMPLES_DIR / "ohr_bench"
+OHR_REPO = "github.com/opendatalab/OHR-Bench"
 PAGE_SEPARATOR = "\n\n"
 
 
@@ -37,7 +38,9 @@ def _as_domains(domains) -> tuple[str, ...] | None:
 
 
 class OHRBench(DatasetLoader):
-    """``path``: the folder holding ``qas.jsonl`` and ``retrieval_base/`` (None: bundled sample).
+    """``source`` (null: ``path`` when ``path`` is set, else bundled): ``bundled`` = the bundled
+    real sample; ``path`` = the folder ``path`` holding ``qas.jsonl`` and ``retrieval_base/``
+    (a full checkout's ``data/``). OHR-Bench has no Hub copy this loader reads.
 
     ``domains`` keeps documents of those domains; ``min_words`` drops documents with fewer
     words (HiChunk keeps those over 4k); ``limit_docs`` keeps the first N documents left and
@@ -45,16 +48,25 @@ class OHRBench(DatasetLoader):
     """
 
     version = 3
+    sources = ("bundled", "path")
+    default_source = "bundled"
+    bundled_dir = BUNDLED
 
     def __init__(self, path: str | Path | None = None, name: str = "ohrbench",
                  limit_docs: int | None = None, limit_queries: int | None = None,
-                 domains=None, min_words: int = 0, seed: int | None = None):
+                 domains=None, min_words: int = 0, seed: int | None = None,
+                 source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed)
-        self.path = BUNDLED if path is None else Path(path)
+        self.set_source(source, path)
         self.domains = _as_domains(domains)
         if check_limit("min_words", min_words) is None:
             raise ConfigError("min_words must be an integer >= 0, got None")
         self.min_words = min_words
+
+    def how_to_get(self) -> str:
+        return (f"OHR-Bench v1 is published in {OHR_REPO}: clone it and pass "
+                f"dataset.path=<its data/ folder, holding qas.json and retrieval_base/gt/>; or "
+                f"dataset.source=bundled (the default) for the bundled sample ({BUNDLED}).")
 
     # -- reading -------------------------------------------------------------------------
 

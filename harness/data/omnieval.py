@@ -48,13 +48,18 @@ class OmniEval(QChunkerLoader):
     in the corpus (the ``relevant_node`` documents first when their ids are corpus ids) and the
     documents holding it become ``doc_ids``; without it ``doc_ids`` is empty (corpus retrieval).
 
-    ``path``: None = bundled QA (no corpus); a folder (``qa_file`` / ``corpus_file`` relative
-    to it, or absolute; ``qa_file`` may be a folder of ``.jsonl``); ``"hub"`` = questions via
+    ``source`` (null: ``path`` when ``path`` is set, else bundled): ``bundled`` = QChunker's
+    500 QA pairs (no corpus; ``qa_file`` / ``corpus_file`` may still name files of their own);
+    ``path`` = the folder ``path`` (``qa_file`` / ``corpus_file`` relative to it, or absolute;
+    ``qa_file`` may be a folder of ``.jsonl``); ``hub`` = questions via
     ``datasets.load_dataset(hub_id, split=hub_split)`` (gated: accept its terms and log in) and
     the corpus from ``corpus_file`` if set, else ``load_dataset(corpus_hub_id)``.
     """
 
     version = 2
+    sources = ("bundled", "hub", "path")
+    default_source = "bundled"
+    bundled_dir = BUNDLED
 
     def __init__(self, path: str | Path | None = None, name: str = "omnieval",
                  qa_file: str | None = None, corpus_file: str | None = None,
@@ -63,19 +68,18 @@ class OmniEval(QChunkerLoader):
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE,
                  hub_id: str = HUB_ID, corpus_hub_id: str = CORPUS_HUB_ID,
                  hub_split: str = "train", revision: str | None = None,
-                 corpus_revision: str | None = None):
+                 corpus_revision: str | None = None, source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed, qa_only, fuzzy_min_score)
-        self.hub = str(path) == "hub"
-        self.path = None if self.hub or path is None else Path(path)
         self.qa_file, self.corpus_file = qa_file, corpus_file
         self.hub_id, self.corpus_hub_id = hub_id, corpus_hub_id
         self.hub_split, self.revision, self.corpus_revision = hub_split, revision, corpus_revision
+        self.set_source(source, path, hub_id)
         self._hub_cache: dict[str, Rows] = {}
 
     def how_to_get(self) -> str:
         return (
             f"Get OmniEval one of these ways: "
-            f"dataset.path=hub where the Hugging Face Hub is reachable (questions from the gated "
+            f"dataset.source=hub where the Hugging Face Hub is reachable (questions from the gated "
             f"dataset {self.hub_id}, documents from {self.corpus_hub_id}); or download "
             f"QChunker's evaldata/OmniEval.json ({QCHUNKER_REPO}) or OmniEval's generated rows, "
             f"plus a corpus (OmniEval's {_DOCS} from the Hugging Face dataset "
@@ -86,8 +90,8 @@ class OmniEval(QChunkerLoader):
     # -- sources -----------------------------------------------------------------------------
 
     def _local(self, given: str | None, defaults: Sequence[str], what: str) -> Path | None:
-        base = BUNDLED if self.path is None else self.path
-        if self.path is not None and not self.path.is_dir():
+        base = self.path  # the bundled sample's folder, or the given one
+        if self.source == "path" and not self.path.is_dir():
             raise self.unavailable(f"folder {self.path} does not exist")
         if given is not None:
             p = Path(given) if Path(given).is_absolute() else base / given
@@ -116,12 +120,12 @@ class OmniEval(QChunkerLoader):
             if not p.is_file():
                 raise self.unavailable(f"the corpus file {p} does not exist")
             return p
-        found = self._local(self.corpus_file, () if self.path is None else _CORPUS_NAMES,
+        found = self._local(self.corpus_file, () if self.source == "bundled" else _CORPUS_NAMES,
                             "corpus file")
         if found is None:
             what = ("the bundled sample is QChunker's 500 question/answer pairs "
                     "(evaldata/OmniEval.json) without the financial corpus they were asked "
-                    "about; " if self.path is None else
+                    "about; " if self.source == "bundled" else
                     f"no corpus in {self.path} (looked for {', '.join(_CORPUS_NAMES)}); ")
             raise self.unavailable(what + "without documents there is nothing to chunk or "
                                            "retrieve")

@@ -90,10 +90,11 @@ def answer_string(answer: dict[str, Any]) -> tuple[str | None, str]:
 
 
 class Qasper(DatasetLoader):
-    """``path``: None or ``"hub"`` = ``datasets.load_dataset(hub_id, hub_config, split=split,
-    revision=revision)``; a folder = the split's files in it, found at any depth: Hub rows as
+    """``source`` (null: ``path`` when ``path`` is set, else hub): ``hub`` =
+    ``datasets.load_dataset(hub_id, hub_config, split=split, revision=revision)``; ``path`` =
+    the split's files in the folder ``path``, found at any depth: Hub rows as
     ``<split>.parquet|jsonl|json`` or shards ``<split>-*.parquet`` (``validation`` may be named
-    ``dev``), else the raw ``qasper-<split>-v0.3.json``; or one such file.
+    ``dev``), else the raw ``qasper-<split>-v0.3.json``; or one such file. No bundled sample.
 
     ``drop_unanswerable`` drops questions every annotator marked unanswerable;
     ``require_evidence`` drops questions without any evidence string. Then ``limit_docs`` papers
@@ -102,23 +103,25 @@ class Qasper(DatasetLoader):
     """
 
     version = 3
+    sources = ("hub", "path")
+    default_source = "hub"
 
     def __init__(self, path: str | Path | None = None, split: str = "test", name: str = "qasper",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, drop_unanswerable: bool = False,
                  require_evidence: bool = False,
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE, hub_id: str = HUB_ID,
-                 hub_config: str | None = HUB_CONFIG, revision: str | None = None):
+                 hub_config: str | None = HUB_CONFIG, revision: str | None = None,
+                 source: str | None = None):
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         super().__init__(name, limit_docs, limit_queries, seed)
         self.split = split
-        self.hub = path is None or str(path) in ("hub", "")
-        self.path = None if self.hub else Path(path)
         self.drop_unanswerable = bool(drop_unanswerable)
         self.require_evidence = bool(require_evidence)
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.hub_id, self.hub_config, self.revision = hub_id, hub_config, revision
+        self.set_source(source, path, hub_id)
         self._hub_cache: Rows | None = None
 
     # -- sources -------------------------------------------------------------------------
@@ -126,8 +129,8 @@ class Qasper(DatasetLoader):
     def how_to_get(self) -> str:
         raw_split = "dev" if self.split == "validation" else self.split
         return (
-            f"Get Qasper one of these ways: leave dataset.path "
-            f"unset where the Hugging Face Hub is reachable (datasets.load_dataset("
+            f"Get Qasper one of these ways: dataset.source=hub (the default) "
+            f"where the Hugging Face Hub is reachable (datasets.load_dataset("
             f"{self.hub_id!r}, split={self.split!r})); or save that split's rows (parquet or "
             f"JSONL, e.g. {self.split}.parquet) or AllenAI's raw qasper-{raw_split}-v0.3.json "
             f"(from {' or '.join(RAW_URLS)}) and pass dataset.path=<folder or file>.")

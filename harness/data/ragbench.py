@@ -86,10 +86,11 @@ def _subsets(subset: str | Iterable[str]) -> tuple[str, ...]:
 
 
 class RAGBench(DatasetLoader):
-    """``path``: None or ``"hub"`` = ``datasets.load_dataset(hub_id, <subset>, split=split)``
-    (``revision`` pins a commit); a folder = a local copy of the Hub files,
-    ``<subset>/<split>-*.parquet`` (as the Hub repo lays them out) or ``<subset>/<split>.parquet``
-    / ``.jsonl`` / ``.json``.
+    """``source`` (null: ``path`` when ``path`` is set, else hub): ``hub`` =
+    ``datasets.load_dataset(hub_id, <subset>, split=split)`` (``revision`` pins a commit);
+    ``path`` = the folder ``path``, a local copy of the Hub files, ``<subset>/<split>-*.parquet``
+    (as the Hub repo lays them out) or ``<subset>/<split>.parquet`` / ``.jsonl`` / ``.json``.
+    No bundled sample.
 
     ``subset``: one config or a list (default: Qu et al.'s three). ``limit_docs`` passages and
     then ``limit_queries`` rows whose passages were all kept are loaded (the first ones, or a
@@ -98,6 +99,8 @@ class RAGBench(DatasetLoader):
     """
 
     version = 2
+    sources = ("hub", "path")
+    default_source = "hub"
 
     def __init__(self, path: str | Path | None = None,
                  subset: str | Iterable[str] = PAPER_SUBSETS, split: str = "test",
@@ -105,9 +108,7 @@ class RAGBench(DatasetLoader):
                  limit_queries: int | None = None, seed: int | None = None, dedupe: bool = True,
                  response_as_answer: bool = False,
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE, hub_id: str = HUB_ID,
-                 revision: str | None = None):
-        self.hub = path is None or str(path) in ("hub", "")
-        self.path = None if self.hub else Path(path)
+                 revision: str | None = None, source: str | None = None):
         self.subsets = _subsets(subset)
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
@@ -116,14 +117,15 @@ class RAGBench(DatasetLoader):
         self.dedupe, self.response_as_answer = bool(dedupe), bool(response_as_answer)
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.hub_id, self.revision = hub_id, revision
+        self.set_source(source, path, hub_id)
         self._hub_cache: dict[str, Rows] | None = None
 
     # -- sources -------------------------------------------------------------------------
 
     def how_to_get(self) -> str:
         return (
-            f"Get RAGBench one of these ways: leave "
-            f"dataset.path unset (or dataset.path=hub) where the Hugging Face Hub is reachable: "
+            f"Get RAGBench one of these ways: "
+            f"dataset.source=hub (the default) where the Hugging Face Hub is reachable: "
             f"it loads the dataset {self.hub_id}, config <subset>, split {self.split}; or "
             f"download the repo (huggingface-cli download {self.hub_id} --repo-type dataset "
             f"--local-dir <folder>) and pass dataset.path=<folder>, which must hold "

@@ -79,19 +79,22 @@ DOC_URL = "github.com/google-research-datasets/wit/blob/main/wikiweb2m.md"
 
 
 class WikiWeb2M(DatasetLoader):
-    """``path``: a TFRecord file (gzipped or not), a JSONL export, a folder of them or a glob;
+    """``path``: a TFRecord file (gzipped or not), a JSONL export, a folder of them or a glob,
+    required (``source`` can only be ``path``: WikiWeb2M is not on the Hub, nothing is bundled);
     ``qa_path``: the QA file described in the module docstring. See there for the rest."""
 
     version = 2
+    sources = ("path",)
+    default_source = "path"
 
     def __init__(self, path: str | Path | None = None, qa_path: str | Path | None = None,
                  require_qa: bool = True, name: str = "wikiweb2m", split: str | None = None,
                  min_tokens: int = 10000, max_tokens: int | None = None,
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, verify_data_crc: bool = False,
-                 fuzzy_min_score: float | None = FUZZY_MIN_SCORE):
+                 fuzzy_min_score: float | None = FUZZY_MIN_SCORE, source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed)
-        self.path = None if path is None or str(path) in ("", "???") else Path(path)
+        self.set_source(source, path)
         self.qa_path = None if qa_path is None or str(qa_path) in ("", "???") else Path(qa_path)
         self.require_qa = bool(require_qa)
         self.split = split
@@ -113,8 +116,6 @@ class WikiWeb2M(DatasetLoader):
             f"the same feature names works too.")
 
     def _files(self) -> list[Path]:
-        if self.path is None:
-            raise self.unavailable("dataset.path is not set")
         if self.path.is_dir():
             files = sorted(p for p in self.path.rglob("*") if p.is_file() and (
                 ".tfrecord" in p.name or p.name.endswith((".jsonl", ".jsonl.gz"))))

@@ -17,7 +17,8 @@ Cache key = (operation, identity, prompt or messages, sampling parameters), the 
 the weights (``model``) and the precision they run in (``dtype``, ``quantization``): what
 changes outputs. The backend, device, batch size and ``max_model_len`` are not in it, so the
 same model at the same precision served by vLLM or loaded by transformers shares entries,
-and a rerun or a sweep never pays twice for a prompt. Greedy decoding is the
+and a rerun or a sweep never pays twice for a prompt. ``llm.thinking`` (the chat template's
+``enable_thinking``) enters the key of chat calls only when set. Greedy decoding is the
 default; a sampled call is cached under its seed, so repetitions must use distinct seeds.
 Entries are written per item as soon as a batch returns (a killed run keeps its work).
 """
@@ -94,16 +95,20 @@ DTYPE_ALIASES = {"half": "float16", "float": "float32"}  # vLLM's spellings, one
 class LLM(ABC):
     """Base of every backend. ``model`` names the weights; ``dtype`` and ``quantization`` the
     precision they compute in (None: the backend's default, not stated); together the cache
-    identity. ``batch_size`` bounds how many prompts go to the backend per call."""
+    identity. ``batch_size`` bounds how many prompts go to the backend per call. ``thinking``
+    is given to the chat template as ``enable_thinking`` (None: the template's default)."""
 
     def __init__(self, model: str, batch_size: int = 64, cache: Cache | None = None, *,
-                 dtype: str | None = None, quantization: str | None = None):
+                 dtype: str | None = None, quantization: str | None = None, thinking: bool | None = None):
         if batch_size <= 0:
             raise ConfigError(f"llm.batch_size must be > 0, got {batch_size}")
+        if thinking is not None and not isinstance(thinking, bool):
+            raise ConfigError(f"llm.thinking must be null, true or false, got {thinking!r}")
         self.model = model
         self.dtype = DTYPE_ALIASES.get(dtype, dtype) if dtype else None
         self.quantization = quantization or None
         self.batch_size = batch_size
+        self.thinking = thinking
         self.cache = cache  # the run's cache (`cache: ${cache}`): one entry per call; None = no caching
         self.stats = LLMStats()
 
@@ -111,6 +116,11 @@ class LLM(ABC):
     def identity(self) -> dict[str, str | None]:
         """What besides the prompt determines an output: the weights and their precision."""
         return {"model": self.model, "dtype": self.dtype, "quantization": self.quantization}
+
+    @property
+    def chat_template_kwargs(self) -> dict[str, bool]:
+        """What the chat template gets besides the messages (every backend passes these)."""
+        return {} if self.thinking is None else {"enable_thinking": self.thinking}
 
     # --- public, cached ------------------------------------------------------------
 
@@ -123,7 +133,9 @@ class LLM(ABC):
              desc: str = "chat") -> list[str]:
         sampling = sampling or Sampling()
         convs = [[dict(m) for m in c] for c in conversations]
-        return self._cached("chat", convs, sampling.key(), lambda batch: self._chat(batch, sampling), desc)
+        # The template's arguments change the replies; none set leaves the keys of older entries as they were.
+        params = {**sampling.key(), **self.chat_template_kwargs}
+        return self._cached("chat", convs, params, lambda batch: self._chat(batch, sampling), desc)
 
     def logprobs(self, prompts: Sequence[str], continuations: Sequence[str], desc: str = "score") -> list[list[float]]:
         if len(prompts) != len(continuations):
@@ -185,7 +197,8 @@ class LLM(ABC):
 
     def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
         return self.tokenizer.apply_chat_template(list(messages), tokenize=False,
-                                                  add_generation_prompt=add_generation_prompt)
+                                                  add_generation_prompt=add_generation_prompt,
+                                                  **self.chat_template_kwargs)
 
     def scoring_sequences(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[tuple[list[int], int]]:
         """``(token ids, index of the first scored token)`` per pair: the prompt tokenised as

@@ -32,13 +32,14 @@ class OpenAILLM(LLM):
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
                  served_model: str | None = None, tokenizer: str | None = None, dtype: str | None = None,
                  quantization: str | None = None, max_concurrency: int = 8, max_retries: int = 5,
-                 timeout: float = 600.0, batch_size: int = 256, cache: Cache | None = None):
+                 timeout: float = 600.0, batch_size: int = 256, cache: Cache | None = None,
+                 thinking: bool | None = None):
         if max_concurrency < 1:
             raise ConfigError(f"llm.max_concurrency must be >= 1, got {max_concurrency}")
         if timeout <= 0:
             raise ConfigError(f"llm.timeout must be > 0, got {timeout}")
         super().__init__(BUNDLED_ID if model == "bundled" else model, batch_size, cache, dtype=dtype,
-                         quantization=quantization)
+                         quantization=quantization, thinking=thinking)
         self.base_url, self.max_concurrency = base_url, max_concurrency
         # Local servers take any key. Not in `identity`: rotating a key keeps the cache.
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
@@ -83,11 +84,17 @@ class OpenAILLM(LLM):
             raise LLMError(mask_text(f"llm=openai: {self.base_url} answered {e.status_code} for model "
                                      f"{self.served_model!r}: {e.message}", {self.api_key})) from None
 
-    def _sampling(self, s: Sampling) -> dict[str, Any]:
+    def _sampling(self, s: Sampling, chat: bool = False) -> dict[str, Any]:
         out = dict(model=self.served_model, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
                    stop=list(s.stop) or None, seed=s.seed)
-        if s.repetition_penalty != 1.0:  # not in the OpenAI API; vLLM's and llama.cpp's servers read it
-            out["extra_body"] = {"repetition_penalty": s.repetition_penalty}
+        # Not in the OpenAI API, so in the body only when set: vLLM's and llama.cpp's servers read them.
+        extra: dict[str, Any] = {}
+        if s.repetition_penalty != 1.0:
+            extra["repetition_penalty"] = s.repetition_penalty
+        if chat and self.chat_template_kwargs:
+            extra["chat_template_kwargs"] = self.chat_template_kwargs
+        if extra:
+            out["extra_body"] = extra
         return out
 
     def _count_usage(self, resp) -> None:
@@ -105,7 +112,7 @@ class OpenAILLM(LLM):
 
     def _chat(self, conversations: list[list[Message]], sampling: Sampling) -> list[str]:
         def one(messages: list[Message]) -> str:
-            resp = self.client.chat.completions.create(messages=messages, **self._sampling(sampling))
+            resp = self.client.chat.completions.create(messages=messages, **self._sampling(sampling, chat=True))
             self._count_usage(resp)
             return resp.choices[0].message.content or ""
 

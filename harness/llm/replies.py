@@ -1,6 +1,7 @@
 """Reading structured answers out of model output, and re-asking when they do not parse.
 
 Shared by every component that asks a model for JSON (Fact-Cov, the pairwise judge).
+:func:`strip_reasoning` is what every parser and metric reads a reply through.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from typing import Any, TypeVar
 from harness.llm.base import LLM, Sampling
 
 T = TypeVar("T")
-_THINK_END = "</think>"
 
 
 def strip_reasoning(text: str) -> str:
-    """The text after the last ``</think>`` (all of it when there is none)."""
-    return text.rsplit(_THINK_END, 1)[-1]
+    """A reply without a reasoning model's thoughts: the text after the last ``</think>`` (all of
+    it when there is none); "" when what is left opens a ``<think>`` that never closes (reasoning
+    cut at max_tokens: no answer, rather than the reasoning read as one)."""
+    after = text.rsplit("</think>", 1)[-1]
+    return "" if after.lstrip().startswith("<think>") else after
 
 
 def json_values(text: str) -> list[Any]:

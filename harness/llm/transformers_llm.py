@@ -55,12 +55,13 @@ def _cpu_has_bf16() -> bool:
 
 class TransformersLLM(LLM):
     def __init__(self, model: str = "bundled", dtype: str = "bfloat16", device: str | None = None,
-                 max_model_len: int = 8192, batch_size: int = 8, cache: Cache | None = None):
+                 max_model_len: int = 8192, batch_size: int = 8, cache: Cache | None = None,
+                 thinking: bool | None = None):
         if dtype not in ("float32", "bfloat16", "float16"):
             raise ConfigError(f"llm.dtype must be float32, bfloat16 or float16, got {dtype!r}")
         if max_model_len <= 0:
             raise ConfigError(f"llm.max_model_len must be > 0, got {max_model_len}")
-        super().__init__(llm_identity(model), batch_size, cache, dtype=dtype)
+        super().__init__(llm_identity(model), batch_size, cache, dtype=dtype, thinking=thinking)
         self.model_name = model  # resolved to a path (converting the bundled model) on first use
         self.max_model_len = max_model_len
         self._device = device
@@ -136,8 +137,7 @@ class TransformersLLM(LLM):
         return {i for i in ids if i is not None} | {self.tokenizer.eos_token_id}
 
     def _chat(self, conversations: list[list[Message]], sampling: Sampling) -> list[str]:
-        prompts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
-                   for c in conversations]
+        prompts = [self.apply_chat_template(c) for c in conversations]
         return self._generate(prompts, sampling, special=False)  # the template holds its special tokens
 
     def _passes(self, lengths: list[int]) -> list[list[int]]:

@@ -35,12 +35,14 @@ def _engine(path: str, dtype: str, quantization: str | None, tensor_parallel_siz
 class VLLM(LLM):
     def __init__(self, model: str = "bundled", dtype: str = "auto", quantization: str | None = None,
                  tensor_parallel_size: int = 1, max_model_len: int = 8192, gpu_memory_utilization: float = 0.9,
-                 enforce_eager: bool = False, batch_size: int = 100_000, seed: int = 0, cache: Cache | None = None):
+                 enforce_eager: bool = False, batch_size: int = 100_000, seed: int = 0, cache: Cache | None = None,
+                 thinking: bool | None = None):
         if tensor_parallel_size < 1:
             raise ConfigError(f"llm.tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
         if not 0 < gpu_memory_utilization <= 1:
             raise ConfigError(f"llm.gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
-        super().__init__(llm_identity(model), batch_size, cache, dtype=dtype, quantization=quantization)
+        super().__init__(llm_identity(model), batch_size, cache, dtype=dtype, quantization=quantization,
+                         thinking=thinking)
         self.model_name = model  # resolved to a path (converting the bundled model) when the engine starts
         self.engine_args = (dtype, quantization, tensor_parallel_size, max_model_len, gpu_memory_utilization,
                             enforce_eager, seed)
@@ -70,7 +72,8 @@ class VLLM(LLM):
         return self._texts(self.engine.generate(prompts, self._params(sampling), use_tqdm=False))
 
     def _chat(self, conversations: list[list[Message]], sampling: Sampling) -> list[str]:
-        return self._texts(self.engine.chat(conversations, self._params(sampling), use_tqdm=False))
+        return self._texts(self.engine.chat(conversations, self._params(sampling), use_tqdm=False,
+                                            chat_template_kwargs=self.chat_template_kwargs or None))
 
     def _logprobs(self, prompts: list[str], continuations: list[str]) -> list[list[float]]:
         seqs = self.scoring_sequences(prompts, continuations)

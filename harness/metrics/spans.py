@@ -9,7 +9,10 @@ context's spans (a list: two overlapping chunks are both paid for).
 - Precision-Omega: IoU's ratio over every retrievable chunk of the evidence documents
   that touches E (independent of the retriever), the chunk set measured by its union:
   the best precision this chunking allows. A non-contiguous chunk counts the parts
-  that touch E (each part is text the chunk would bring).
+  that touch E (each part is text the chunk would bring). Which parts touch E is
+  ``omega_intervals`` (see :func:`precision_omega`): ``closed`` (default, Chroma's code)
+  also counts a part that only borders E, ``open`` only a part that shares a character
+  with E.
 
 Spans of different documents never overlap. Queries without aligned evidence score NaN
 (left out of means, and counted).
@@ -21,9 +24,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from harness.metrics.base import QueryEval, QueryMetric
-from harness.types import Chunk, Span
+from harness.types import Chunk, ConfigError, Span
 
 Interval = tuple[int, int]
+OMEGA_INTERVALS = ("closed", "open")
 
 
 def union(intervals: Iterable[Interval]) -> list[Interval]:
@@ -87,14 +91,46 @@ def span_scores(evidence: Sequence[Span], retrieved: Sequence[Span]) -> dict[str
     }
 
 
-def precision_omega(evidence: Sequence[Span], chunks_by_doc: Mapping[str, Sequence[Chunk]]) -> float:
+def touches(evidence: Sequence[Interval], start: int, end: int, closed: bool = True) -> bool:
+    """Whether the chunk part ``[start, end)`` touches one of the sorted, disjoint, non-empty
+    evidence intervals ``[a, b)``: all offsets are half-open character offsets.
+
+    open:   they share a character, ``start < b and a < end`` (a positive overlap).
+    closed: ``start <= b and a <= end``: they share a character or border each other, the part
+            ending where the evidence starts (``end == a``) or starting where it ends
+            (``start == b``), with no character between them.
+
+    Chroma's offsets are half-open too (``end_index = start_index + len(text)``, lengths
+    ``end - start``), but its ``intersect_two_ranges`` keeps an intersection while
+    ``max(starts) <= min(ends)``, i.e. it intersects the closed intervals ``[start, end]``: a
+    chunk bordering a reference gets the empty intersection ``(end, end)``, is counted as
+    highlighted and adds its whole length to Precision-Omega's denominator. ``closed`` is that
+    rule on our half-open spans, not a one-character extension: a part ending one character
+    before the evidence (``end == a - 1``) touches under neither rule.
+    """
+    if closed:
+        return any(start <= b and a <= end for a, b in evidence)
+    return any(start < b and a < end for a, b in evidence)
+
+
+def precision_omega(evidence: Sequence[Span], chunks_by_doc: Mapping[str, Sequence[Chunk]],
+                    intervals: str = "closed") -> float:
+    """|E ∩ ∪C| / (|∪C| + |E| - |E ∩ ∪C|), C the parts of the evidence documents' indexed text
+    chunks that touch E (:func:`touches`): ``intervals="closed"`` (default) as Chroma's
+    ``_full_precision_score`` counts them (Smith & Troynikov 2024; their code intersects closed
+    intervals, so a chunk bordering the evidence counts), ``"open"`` only chunks sharing a
+    character with it. A bordering part adds no evidence, only its length to the denominator:
+    closed is never above open. NaN without evidence."""
+    if intervals not in OMEGA_INTERVALS:
+        raise ConfigError(f"omega_intervals must be one of {', '.join(OMEGA_INTERVALS)}; got {intervals!r}")
+    closed = intervals == "closed"
     ev = _by_doc(evidence)
     hit = ev_len = union_len = 0
     for doc, spans in ev.items():
         e = union(spans)
         ev_len += length(e)
         touching = union((s.start, s.end) for c in chunks_by_doc.get(doc, ()) if c.indexed and c.view == "text"
-                         for s in c.spans if intersection_length(e, [(s.start, s.end)]) > 0)
+                         for s in c.spans if s.start < s.end and touches(e, s.start, s.end, closed))
         union_len += length(touching)
         hit += intersection_length(e, touching)
     if ev_len == 0:
@@ -103,12 +139,26 @@ def precision_omega(evidence: Sequence[Span], chunks_by_doc: Mapping[str, Sequen
 
 
 class SpanOverlap(QueryMetric):
-    """Span recall / precision / IoU of the context, and the chunking's Precision-Omega."""
+    """Span recall / precision / IoU of the context, and the chunking's Precision-Omega.
+
+    ``omega_intervals``: which chunks Precision-Omega counts, ``closed`` (default): those
+    sharing a character with the evidence or bordering it (a chunk ending where the evidence
+    starts, or starting where it ends), as Chroma's code does (its interval intersection is
+    closed), so that numbers compare with Chroma's Table 1; ``open``: only those sharing a
+    character (a positive overlap), the rule before.
+    """
+
+    def __init__(self, omega_intervals: str = "closed"):
+        if omega_intervals not in OMEGA_INTERVALS:
+            raise ConfigError(f"omega_intervals must be one of {', '.join(OMEGA_INTERVALS)}; "
+                              f"got {omega_intervals!r}")
+        self.omega_intervals = omega_intervals
 
     def keys(self) -> set[str]:
         return {"span_recall", "span_precision", "span_iou", "span_precision_omega"}
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
         scores = span_scores(item.query.evidence, item.context.spans)
-        scores["span_precision_omega"] = precision_omega(item.query.evidence, item.chunks_by_doc)
+        scores["span_precision_omega"] = precision_omega(item.query.evidence, item.chunks_by_doc,
+                                                         self.omega_intervals)
         return scores

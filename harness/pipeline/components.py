@@ -34,7 +34,7 @@ from harness.types import ConfigError
 class Components:
     """One field per config group a stage reads (``None``: the group is set to ``none``)."""
 
-    dataset: DatasetLoader
+    dataset: DatasetLoader | None   # None only in a table check of a point whose data is not here
     chunker: Chunker
     retriever: Retriever
     context: Assembler
@@ -51,8 +51,8 @@ def build_component(node: DictConfig, where: str) -> Any:
         return instantiate(node, _convert_="all")
     except InstantiationException as e:
         cause = e.__cause__ or e
-        if isinstance(cause, ConfigError):
-            raise ConfigError(f"{where}: {cause}") from cause
+        if isinstance(cause, ConfigError):  # Unavailable stays Unavailable: a status, not a mistake
+            raise type(cause)(f"{where}: {cause}") from cause
         if isinstance(cause, TypeError) and target:
             params = [p for p in inspect.signature(get_class(target)).parameters if p != "self"]
             raise ConfigError(f"{where} ({target}): {cause}. Valid parameters: {', '.join(params)}") from cause
@@ -92,10 +92,38 @@ EXPECTED = {"dataset": DatasetLoader, "chunker": Chunker, "retriever": Retriever
             "responder": LLMResponder}
 
 
-def build_components(cfg: DictConfig) -> Components:
+def check_full_scale(cfg: DictConfig) -> None:
+    """At ``scale=full`` a run is the paper's experiment: no role runs a bundled CPU model and no
+    dataset reads a bundled sample (``scale=smoke`` is where stand-ins belong, labelled)."""
+    if cfg.get("scale") != "full":
+        return
+    from harness.data.base import describe_source
+    from harness.pipeline.roles import roles
+
+    for path, role in roles(cfg).items():
+        if role.bundled:
+            raise ConfigError(f"{path}: scale=full runs the paper's models, not the bundled CPU model "
+                              f"({role.describe()}); set {path}.model (or the run's {role.follows or 'model'}) "
+                              f"to the paper's, or run scale=smoke")
+    source = describe_source(OmegaConf.to_container(cfg.dataset, resolve=True))
+    if source.get("source") == "bundled":
+        raise ConfigError(f"dataset {source.get('name')}: scale=full reads the paper's data, not the bundled "
+                          f"sample; set dataset.source=hub or dataset.source=path dataset.path=<folder>, "
+                          f"or run scale=smoke")
+
+
+def build_components(cfg: DictConfig, dataset: bool = True, scale_checks: bool = True) -> Components:
+    """Every component of a run. ``dataset=False`` leaves the loader out (None: a check of a
+    point whose data is not here); ``scale_checks=False`` skips :func:`check_full_scale` (the
+    table checks report the same as findings)."""
+    if scale_checks:
+        check_full_scale(cfg)
     cfg = resolve_reader(cfg)
     built: dict[str, Any] = {}
     for group, kind in EXPECTED.items():
+        if group == "dataset" and not dataset:
+            built[group] = None
+            continue
         node = cfg[group]
         built[group] = None if node.get("_target_") is None else build_component(node, group)
         if built[group] is None and group != "responder":

@@ -7,7 +7,8 @@ LongBench subsets, whose prompts and answer lengths are LongBench's own), else t
 NQ and WikiWeb2M), else ``default``. Templates live in ``configs/responder/llm.yaml`` with
 ``{context}`` and ``{input}`` slots, as LongBench writes them. The context is cut to
 ``max_context_tokens`` with the responder's own tokenizer before it goes into the prompt;
-the prompt goes through the model's chat template; decoding is greedy by default.
+the prompt goes through the model's chat template; decoding is greedy by default. A reasoning
+model's ``<think>`` part is dropped from the answer (:func:`~harness.llm.replies.strip_reasoning`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from tqdm.auto import tqdm
 
 from harness.llm.base import LLM, Sampling
+from harness.llm.replies import strip_reasoning
 from harness.types import Answer, ConfigError, Context, Query
 
 
@@ -90,7 +92,7 @@ class LLMResponder:
                     texts, counted = self.answer(batch, prompts, sampling)
                     elapsed = time.perf_counter() - t0
                     for i, text, full in zip(batch, texts, counted):
-                        answers[i] = Answer(queries[i].qid, text.strip(), self.llm.count_tokens(full),
+                        answers[i] = Answer(queries[i].qid, strip_reasoning(text).strip(), self.llm.count_tokens(full),
                                             elapsed / len(batch))
                     if generated := self.llm.stats.generated_tokens - before:  # 0: every answer from the cache
                         seconds, tokens = seconds + elapsed, tokens + generated

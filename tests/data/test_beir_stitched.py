@@ -9,6 +9,7 @@ import shutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from omegaconf import OmegaConf
 
 from harness.data.beir_stitched import SEP, BeirStitched, pack, render
 from harness.pipeline.components import build_components
@@ -182,7 +183,7 @@ def _source(draw):
 @given(_source(), st.integers(1, 15), st.integers(0, 3))
 def test_stitching_invariants_property(source, target, seed):
     corpus, queries, qrels = source
-    loader = BeirStitched(source="gen", sentences_per_doc=target, seed=seed)
+    loader = BeirStitched(corpus="gen", sentences_per_doc=target, seed=seed)
     loader._hub_cache = {  # the tables the Hub path would have read
         "corpus": [(f"row {i}", r) for i, r in enumerate(corpus)],
         "queries": [(f"row {i}", r) for i, r in enumerate(queries)],
@@ -270,7 +271,7 @@ def test_numeric_ids_from_the_hub_become_strings(ds, monkeypatch):
 
 
 def test_missing_data_says_how_to_get_it(make_cfg, tmp_path):
-    cfg = make_cfg("dataset=beir_stitched", "dataset.source=nfcorpus", "retriever.scope=corpus")
+    cfg = make_cfg("dataset=beir_stitched", "dataset.corpus=nfcorpus", "retriever.scope=corpus")
     comps = build_components(cfg)
     assert isinstance(comps.dataset, BeirStitched) and comps.retriever.scope == "corpus"
     with pytest.raises(ConfigError) as e:  # the real load_dataset, offline in tests
@@ -278,7 +279,7 @@ def test_missing_data_says_how_to_get_it(make_cfg, tmp_path):
     msg = str(e.value)
     assert "BeIR/nfcorpus" in msg and "nfcorpus.zip" in msg and "dataset.path=" in msg
     with pytest.raises(ConfigError, match="no BeIR copy.*dataset.path="):
-        build_components(make_cfg("dataset=beir_stitched", "dataset.source=miracl"))
+        build_components(make_cfg("dataset=beir_stitched", "dataset.corpus=miracl"))
     with pytest.raises(ConfigError, match="does not exist"):
         BeirStitched(path=tmp_path / "nowhere").load()
     shutil.copytree(SOURCE, tmp_path / "src")
@@ -289,11 +290,11 @@ def test_missing_data_says_how_to_get_it(make_cfg, tmp_path):
 
 def test_config_compose(make_cfg):
     loader = build_components(make_cfg("dataset=beir_stitched")).dataset
-    assert (loader.source, loader.split, loader.sentences_per_doc, loader.limit_queries,
-            loader.seed, loader.hub_id, loader.hub_qrels_id) == (
-        "scifact", "test", 100, 100, 0, "BeIR/scifact", "BeIR/scifact-qrels")
-    # BEIR's zips unpack to <folder>/<source>/: the parent folder works too
-    loader = build_components(make_cfg("dataset=beir_stitched", "dataset.source=minibeir",
+    assert (loader.corpus, loader.source, loader.split, loader.sentences_per_doc,
+            loader.limit_queries, loader.seed, loader.hub_id, loader.hub_qrels_id) == (
+        "scifact", "hub", "test", 100, 100, 0, "BeIR/scifact", "BeIR/scifact-qrels")
+    # BEIR's zips unpack to <folder>/<corpus>/: the parent folder works too
+    loader = build_components(make_cfg("dataset=beir_stitched", "dataset.corpus=minibeir",
                                        f"dataset.path={SOURCE.parent}",
                                        f"dataset.sentences_per_doc={TARGET}")).dataset
     assert loader.load().report["n_queries"] == 6
@@ -365,7 +366,7 @@ def test_miracl_style_docid_and_trec_qrels(ds, tmp_path):
     lines = (SOURCE / "qrels" / "test.tsv").read_text().splitlines()[1:]
     (folder / "qrels" / "train.tsv").write_text(
         "".join(f"{q}\tQ0\t{d}\t{s}\n" for q, d, s in (x.split("\t") for x in lines)))
-    got = BeirStitched(source="miracl", path=folder, split="train",
+    got = BeirStitched(corpus="miracl", path=folder, split="train",
                        sentences_per_doc=TARGET).load()
     assert [d.meta["source_ids"] for d in got.documents] == [d.meta["source_ids"] for d in ds.documents]
     assert [(q.qid, q.meta["qrels"], [(e.start, e.end) for e in q.evidence]) for q in got.queries] == [

@@ -188,7 +188,7 @@ def test_hub_unreachable_says_how_to_get_the_data(tmp_path):
         comps.dataset.fingerprint()  # the pipeline's first call
     msg = str(e.value)
     assert HUB_ID in msg and "dataset.path=" in msg and "gutenqa_chunks.parquet" in msg
-    with pytest.raises(ConfigError, match="does not exist.*dataset.path=hub"):
+    with pytest.raises(ConfigError, match="does not exist.*dataset.source=hub"):
         GutenQA(tmp_path / "nowhere").load()
     with pytest.raises(ConfigError, match="holds neither"):
         GutenQA(tmp_path).load()

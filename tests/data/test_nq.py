@@ -330,8 +330,9 @@ def test_missing_data_says_how_to_get_it(monkeypatch, tmp_path, make_cfg):
     assert "streaming" in msg
     with pytest.raises(ConfigError, match="no file, folder or glob"):
         _load(tmp_path / "nowhere")
-    with pytest.raises(ConfigError, match="dataset.path is not set"):
-        NaturalQuestions(path=None)
+    with pytest.raises(ConfigError, match="dataset.path=<folder> is needed"):
+        NaturalQuestions(source="path")
+    assert NaturalQuestions(path=None).hub  # null: the default source, the Hub
     with pytest.raises(ConfigError, match="annotation must be"):
         NaturalQuestions(annotation="majority")
 
@@ -346,6 +347,7 @@ def test_make_cfg_composes_and_loads(make_cfg):
     assert "See also" not in ds.documents[0].text
     assert len(loader.fingerprint()) == 64
     defaults = make_cfg("dataset=nq").dataset
-    assert (defaults.path, defaults.min_tokens, list(defaults.drop_sections)) == (
-        "hub", 10000, ["See also", "Notes", "References"])
+    assert (defaults.source, defaults.path, defaults.min_tokens, list(defaults.drop_sections)) == (
+        None, None, 10000, ["See also", "Notes", "References"])
+    assert build_components(make_cfg("dataset=nq")).dataset.source == "hub"
 

@@ -39,7 +39,7 @@ def test_bundled_qa_pairs_load_only_when_asked(loader, n, source):
                    "dataset.qa_only=true"]),
     (OmniEval, ["corpus", "RUC-NLPIR/OmniEval-AutoGen-Dataset", "FlashRAG_datasets",
                 "dataset.path=", "dataset.qa_only=true"]),
-    (MultiFieldQAZh, ["contexts", "THUDM/LongBench", "data.zip", "dataset.path=hub",
+    (MultiFieldQAZh, ["contexts", "THUDM/LongBench", "data.zip", "dataset.source=hub",
                       "dataset.qa_only=true"]),
 ])
 def test_bundled_retrieval_run_says_what_is_missing(loader, needles):

@@ -38,3 +38,44 @@ def test_tokens_per_section_is_a_ratio_of_sums():
 def test_an_unknown_tokenizer_is_a_config_error():
     with pytest.raises(ConfigError, match="no_such_tokenizer"):
         DocumentStatistics(tokenizer="no_such_tokenizer")
+
+
+def test_words_counts_english_as_whitespace_words():
+    from harness.metrics.dataset_statistics import words
+
+    assert words(TEXT) == len(TEXT.split()) == 10
+    # an apostrophe inside a word and separators inside a number do not split it; a hyphen
+    # does (10-K: 10, K) and punctuation alone ($) is no word
+    assert words("Don't pay $1,234.56 for the 10-K.") == 7
+    assert words("") == 0 and words(" ,.;$ | — ") == 0
+
+
+def test_words_counts_each_cjk_character_without_punctuation():
+    from harness.metrics.dataset_statistics import words
+
+    assert words("我们在北京。") == 5          # 我 们 在 北 京; 。 is no word
+    assert words("「你好」，世界！") == 4       # 你 好 世 界
+    assert words("カードを買いました。") == 9    # カ ー ド を 買 い ま し た (ー is Katakana's)
+    assert words("한국어 텍스트") == 6           # one word per Hangul syllable
+
+
+def test_words_counts_mixed_text_both_ways():
+    from harness.metrics.dataset_statistics import words
+
+    # ChunkBench | 在 | 2026 | 年 发 布 了 | v2: 1 + 1 + 1 + 4 + 1
+    assert words("ChunkBench 在 2026 年发布了 v2") == 8
+    # with no spaces between the scripts: 数 据 集 | ChunkBench | 的 | 2.5 | 版
+    assert words("数据集ChunkBench的2.5版") == 7
+
+
+def test_one_cjk_character_no_longer_makes_english_count_characters():
+    from harness.metrics.dataset_statistics import words
+
+    english = " ".join(["The company reported revenue growth in every segment this year."] * 200)
+    n = len(english.split())
+    assert words(english) == n == 2000
+    # before: one CJK character made the whole text count its 13,000 characters
+    assert words(english + " 一") == n + 1
+    assert words(english.replace("every", "every一", 1)) == n + 1
+    row = DocumentStatistics()(Document("d", english + " 一"), [])
+    assert row["doc_words"] == n + 1

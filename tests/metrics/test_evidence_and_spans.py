@@ -226,3 +226,43 @@ def test_run_level_aggregates_are_not_means():
     cov = [{"fact_cov": 1.0, "fact_cov_facts": 1, "fact_cov_covered": 1.0},
            {"fact_cov": 0.25, "fact_cov_facts": 4, "fact_cov_covered": 1.0}, {"fact_cov": float("nan")}]
     assert FactCov(ScriptedLLM()).aggregate(cov) == {"fact_cov_fact_weighted": pytest.approx(2 / 5)}
+
+
+def test_precision_omega_counts_a_bordering_chunk_only_under_closed_intervals():
+    # chunks [0,10) [10,20) [20,30); evidence [10,20) is exactly chunk 1, bordered by chunk 0
+    # (its end 10 == the evidence's start) and chunk 2 (its start 20 == the evidence's end)
+    chunks = {"d": [Chunk(f"d#{i}", "d", "x" * 10, 10 * i, 10 * i + 10) for i in range(3)]}
+    # open: chunk 1 only: 10 / (10 + 10 - 10)
+    assert precision_omega([S(10, 20)], chunks, "open") == pytest.approx(1.0)
+    # closed (default, Chroma's rule): chunks 0, 1, 2 count, union [0,30): 10 / (30 + 10 - 10)
+    assert precision_omega([S(10, 20)], chunks) == pytest.approx(10 / 30)
+    assert precision_omega([S(10, 20)], chunks, "closed") == pytest.approx(10 / 30)
+    # one character of gap: chunk [0,9) ends before the evidence [10,20) starts, touching neither way
+    gap = {"d": [Chunk("d#0", "d", "x" * 9, 0, 9), Chunk("d#1", "d", "x" * 10, 10, 20)]}
+    assert precision_omega([S(10, 20)], gap, "closed") == precision_omega([S(10, 20)], gap, "open") == 1.0
+
+
+def test_precision_omega_hand_computed_under_both_rules():
+    # chunks [0,8) [8,20) [20,26) [26,40) [40,50); evidence [12,20) and [30,34) = 12 chars
+    bounds = [(0, 8), (8, 20), (20, 26), (26, 40), (40, 50)]
+    chunks = {"d": [Chunk(f"d#{i}", "d", "x" * (e - s), s, e) for i, (s, e) in enumerate(bounds)]}
+    ev = [S(12, 20), S(30, 34)]
+    # open: [8,20) and [26,40) overlap E: union 26 chars, all 12 evidence chars in it: 12 / 26
+    assert precision_omega(ev, chunks, "open") == pytest.approx(12 / 26)
+    # closed: [20,26) also counts (its start 20 == the end of [12,20)): union [8,40) = 32: 12 / 32
+    assert precision_omega(ev, chunks, "closed") == pytest.approx(12 / 32)
+    # [0,8) ends 4 characters before E and [40,50) starts 6 after: never counted
+    # evidence not covered by any chunk still counts in the denominator: [50,55) adds 5
+    assert precision_omega(ev + [S(50, 55)], {"d": chunks["d"][:4]}, "closed") == pytest.approx(12 / (32 + 5))
+    assert precision_omega(ev + [S(50, 55)], {"d": chunks["d"][:4]}, "open") == pytest.approx(12 / (26 + 5))
+
+
+def test_span_overlap_omega_intervals_option():
+    q = Query("q", "?", evidence=(S(4, 8),))
+    ctx = Context("q", ("d#1",), "efgh", 1, spans=(S(4, 8),))
+    chunks = {"d": [Chunk("d#0", "d", "abcd", 0, 4), Chunk("d#1", "d", "efgh", 4, 8)]}
+    item = query_eval(q, ctx, chunks_by_doc=chunks)
+    assert SpanOverlap()(item)["span_precision_omega"] == pytest.approx(4 / 8)
+    assert SpanOverlap(omega_intervals="open")(item)["span_precision_omega"] == 1.0
+    with pytest.raises(ConfigError, match="omega_intervals"):
+        SpanOverlap(omega_intervals="half-open")

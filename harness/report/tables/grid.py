@@ -54,43 +54,27 @@ def paper_numbers(spec: TableSpec) -> dict[tuple[str, str], float | None]:
 
 
 def validate(spec: TableSpec, scale: str, extra: Sequence[str] = ()) -> None:
-    """Fails (ConfigError naming the table and grid point) on an unknown config, choice or
-    parameter, a layout metric or plotted series that no metric of the run records, and paper
-    numbers whose keys are not in the layout; builds no model. ``extra``: the overrides
+    """Fails (ConfigError naming the table, grid point and problem) when a point does not compose
+    or build, records no metric the table needs, or (full scale) differs from the paper's declared
+    setup without a declared reason; paper numbers must be in the layout. Every point is checked
+    (:func:`harness.report.tables.checks.check_table`); builds no model. ``extra``: the overrides
     :func:`run_table` will add, so each point is composed once for both."""
-    from harness.metrics.keys import is_recorded, recorded_keys, recorded_series
-    from harness.pipeline.components import build_components
+    from harness.report.tables.checks import check_table
 
-    for (row, column) in paper_numbers(spec):
-        if not spec.in_layout(row, column):
-            raise ConfigError(f"table {spec.id}: {spec.numbers.name} has ({row}, {column}), not in the layout")
-    seen = set()
-    for point in spec.runs(scale):
-        if point.skip or point.overrides in seen:
-            continue
-        seen.add(point.overrides)
-        try:
-            built = build_components(compose(spec, point, scale, extra))  # touches no store
-            row = next(r for r in spec.rows if r.key == point.row)
-            names = {spec.metric_name(row, c) for c in spec.columns() if c.group.key == point.group}
-            names |= set(spec.select_by)
-            unknown = sorted(n for n in names if not is_recorded(n, built.metrics))
-            if unknown:
-                raise ConfigError(f"no metric of this run records {', '.join(unknown)} (its metrics: "
-                                  f"{', '.join(sorted(recorded_keys(built.metrics)))})")
-            series = recorded_series(built.metrics)
-            unknown = sorted(ln.series for ln in (spec.series.lines if spec.series else ()) if ln.series not in series)
-            if unknown:
-                raise ConfigError(f"no metric of this run records the series {', '.join(unknown)} (its series: "
-                                  f"{', '.join(sorted(series)) or 'none'})")
-        except ConfigError as e:
-            raise ConfigError(f"table {spec.id}, {point.key}: {e}") from e
-        except Exception as e:  # Hydra's composition errors: unknown choice or key
-            raise ConfigError(f"table {spec.id}, {point.key}: {type(e).__name__}: {e}") from e
-    if spec.pairwise is not None:
-        from harness.report.tables import pairwise
+    failed = check_table(spec, scale, extra).failed
+    if failed:
+        first = failed[0]
+        reason = first.problems[0] if first.problems else next(f.line() for f in first.findings if not f.declared)
+        more = f" (and {len(failed) - 1} more point(s))" if len(failed) > 1 else ""
+        raise ConfigError(f"table {spec.id}, {first.point.key}: {reason}{more}")
 
-        pairwise.build_judge(spec, scale, extra)  # composes and builds the judge's llm (loads no weights)
+
+def unavailable(e: Exception) -> str:
+    """A failed point's one line: the error's own text, the first line of an OSError's (e.g. the
+    Hub's "cannot find the requested files" for a model that is neither cached nor reachable)."""
+    if isinstance(e, OSError):
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else 'unavailable'}"
+    return str(e)
 
 
 def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Callable[[str], None] = print
@@ -118,9 +102,9 @@ def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Calla
             continue
         try:
             result = Pipeline(cfg, log=lambda *_: None).run()
-        except (ConfigError, DataError) as e:
-            log_failure(cfg, point.key, str(e), point_tags)
-            outcome = Outcome(point, "failed", time.perf_counter() - t0, str(e))
+        except (ConfigError, DataError, OSError) as e:  # OSError: a model or file that cannot be had
+            log_failure(cfg, point.key, unavailable(e), point_tags)
+            outcome = Outcome(point, "failed", time.perf_counter() - t0, unavailable(e))
         else:
             log_run(cfg, result, point.key, point_tags)
             cached = sum(v == "cached" for v in result.stages.values())

@@ -71,6 +71,7 @@ from omegaconf import OmegaConf
 
 from harness.report.tables.spec_blocks import (OUTCOMES, Correlation, PairColumn, Pairwise, Series, override_list,
                                                pairwise_fields, parse_correlation, parse_pairwise, parse_series, show)
+from harness.report.tables.setup import PaperSetup, parse_paper
 from harness.types import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -79,7 +80,7 @@ SCALES = ("smoke", "full")
 SWEEP_SELECT = ("mean", "best", "best_group")
 AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
-        "select_by", "spread", "correlation", "series", "pairwise"}
+        "select_by", "spread", "correlation", "series", "pairwise", "paper"}
 
 
 @dataclass(frozen=True)
@@ -158,10 +159,7 @@ class TableSpec:
     correlation: Correlation | None = None
     series: Series | None = None
     pairwise: Pairwise | None = None
-
-    @property
-    def paper(self) -> str:
-        return self.id.split("/")[0]
+    paper: PaperSetup | None = None   # the paper's declared setup (models, data, settings, deviations)
 
     @property
     def experiment(self) -> str:
@@ -322,11 +320,12 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
                      override_list(raw.get("shared"), f"{where}.shared"), rows,
                      _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where),
                      select, select_by, spread, parse_correlation(raw.get("correlation"), layout, where), series,
-                     parse_pairwise(raw.get("pairwise"), rows, scales, where))
+                     parse_pairwise(raw.get("pairwise"), rows, scales, where),
+                     parse_paper(raw.get("paper"), {r.key for r in rows}, {str(g) for g in raw["groups"]}, where))
 
 
 def all_specs() -> list[TableSpec]:
-    return [load_spec(p) for p in sorted(TABLES.rglob("*.yaml"))]
+    return [load_spec(p, TABLES) for p in sorted(TABLES.rglob("*.yaml"))]
 
 
 def select(pattern: str | None) -> list[TableSpec]:
