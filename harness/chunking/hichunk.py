@@ -33,7 +33,8 @@ and the parser's ``invalid_points``, ``duplicate_points``, ``unordered_points``,
 ``missing_is_title``, ``unparsed_lines``.
 
 The model must hold a window plus ``max_tokens``: ``window`` is capped at the model's
-``max_model_len`` minus ``max_tokens`` and ``TEMPLATE_TOKENS`` (a warning at construction).
+``max_model_len`` minus ``max_tokens`` and ``TEMPLATE_TOKENS`` (a warning at construction), or
+refused with ``window_cap: error`` (the full-scale tables: the paper's 16,384-token window).
 Documents of one ``chunk`` call are stepped together: one batched call per step.
 """
 
@@ -81,8 +82,10 @@ class _Walk:
 class HiChunkChunker(LLMChunker):
     def __init__(self, llm: LLM, window: int = 16384, max_sentence_chars: int | None = 100,
                  truncation: str = "code", max_level: int | None = None, size: int = 200, unit: str = "tokens",
-                 tokenizer: str = "bundled", temperature: float = 0.0, max_tokens: int = 4096, batch_size: int = 8):
+                 tokenizer: str = "bundled", temperature: float = 0.0, max_tokens: int = 4096, batch_size: int = 8,
+                 window_cap: str = "shrink"):
         super().__init__(llm)
+        require(window_cap in ("shrink", "error"), f"chunker.window_cap must be shrink or error (got {window_cap!r})")
         require_int("window", window, 1)
         require_optional_size("max_sentence_chars", max_sentence_chars)
         require(truncation in TRUNCATIONS, f"chunker.truncation must be one of {', '.join(TRUNCATIONS)} "
@@ -96,6 +99,10 @@ class HiChunkChunker(LLMChunker):
             capped = limit - max_tokens - TEMPLATE_TOKENS
             require(capped > 0, f"chunker.max_tokens={max_tokens} leaves no room for a window in "
                                 f"llm.max_model_len={limit}; lower chunker.max_tokens")
+            # the paper's setting must not be cut silently (full-scale tables set window_cap=error)
+            require(window_cap == "shrink", f"chunker.window={window} + max_tokens={max_tokens} + {TEMPLATE_TOKENS} "
+                                            f"exceeds the model's max_model_len={limit}: raise the llm's max_model_len "
+                                            f"to {window + max_tokens + TEMPLATE_TOKENS} (window_cap=error)")
             log.warning("hichunk: window %d capped to %d (llm.max_model_len=%d - max_tokens=%d - %d)",
                         window, capped, limit, max_tokens, TEMPLATE_TOKENS)
             window = capped

@@ -44,6 +44,7 @@ class VLLM(LLM):
         super().__init__(llm_identity(model), batch_size, cache, dtype=dtype, quantization=quantization,
                          thinking=thinking)
         self.model_name = model  # resolved to a path (converting the bundled model) when the engine starts
+        self.max_model_len = max_model_len  # what a prompt plus its reply may hold (HiChunk sizes its window by it)
         self.engine_args = (dtype, quantization, tensor_parallel_size, max_model_len, gpu_memory_utilization,
                             enforce_eager, seed)
 

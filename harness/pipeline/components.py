@@ -116,6 +116,11 @@ def build_components(cfg: DictConfig, dataset: bool = True, scale_checks: bool =
     """Every component of a run. ``dataset=False`` leaves the loader out (None: a check of a
     point whose data is not here); ``scale_checks=False`` skips :func:`check_full_scale` (the
     table checks report the same as findings)."""
+    from harness.pipeline.roles import unread_roles
+
+    if unread := unread_roles(cfg):
+        raise ConfigError(f"{', '.join(unread)}: set, but no component of this run reads it (the chunker "
+                          f"or metric it names takes no such model)")
     if scale_checks:
         check_full_scale(cfg)
     cfg = resolve_reader(cfg)

@@ -90,10 +90,36 @@ def _role(path: str, node: dict[str, Any], follows: str | None) -> Role | None:
 
 def roles(cfg: DictConfig) -> dict[str, Role]:
     """Every model role of a composed run, by config path."""
+    return _walk(cfg)[0]
+
+
+def unread_roles(cfg: DictConfig) -> list[str]:
+    """Models set under ``roles`` that no component reads (e.g. ``llm@roles.chunker.llm=...``
+    with a chunker that takes no model): a setting that would change nothing."""
+    set_apart = []
+
+    def leaves(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            if node.get("_target_"):
+                set_apart.append(path)
+                return
+            for key, value in node.items():
+                leaves(value, f"{path}.{key}")
+
+    if cfg.get("roles") is not None:
+        leaves(OmegaConf.to_container(cfg.roles, resolve=False), "roles")
+    return sorted(set(set_apart) - _walk(cfg)[1])
+
+
+def _walk(cfg: DictConfig) -> tuple[dict[str, Role], set[str]]:
+    """The roles, and the ``roles.*`` paths some component reads."""
     found: dict[str, Role] = {}
+    read: set[str] = set()
 
     def walk(raw: Any, path: str) -> None:
         if isinstance(raw, str) and (m := FOLLOWS.match(raw)):
+            if m.group(1):
+                read.add(m.group(1))
             own = m.group(1) and OmegaConf.select(cfg, m.group(1), default=None)
             node = OmegaConf.select(cfg, path)
             if OmegaConf.is_dict(node):
@@ -115,4 +141,4 @@ def roles(cfg: DictConfig) -> dict[str, Role]:
     for group in COMPONENT_GROUPS:
         if cfg.get(group) is not None:
             walk(OmegaConf.to_container(cfg[group], resolve=False), group)
-    return found
+    return found, read

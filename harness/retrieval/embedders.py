@@ -13,9 +13,27 @@ DPR checkpoints (``facebook/dpr-*``) are recognised by their config and encoded 
 the model's own pooling (``cls`` or ``mean`` over the last layer) for checkpoints that carry
 no sentence-transformers config or carry the wrong one.
 
-What identifies a vector: the model, ``max_seq_length``, ``pooling`` and whether it is
-normalised, plus the exact text it encodes; a prefixed text ("query: ...") is another text
-and so another cache entry.
+A paper's model is one config under ``configs/embedder/`` (``embedder=stella``,
+``embedder@roles.chunker.embedder=bge_large``): its id, ``trust_remote_code`` and the prefixes
+its model card prescribes, written once. ``query_prefix`` goes before every question a dense
+retriever encodes, ``document_prefix`` before every passage, chunk or sentence it or an
+embedding chunker encodes; :meth:`encode` itself prefixes nothing. A prefix is text: for a model
+whose pooling keeps the prompt's tokens (those configured here; Stella's model card prepends its
+prompt to the query itself) that is what sentence-transformers' ``prompt=`` computes.
+``trust_remote_code`` lets the model's repository run its own modelling code, as Stella's model
+card loads it.
+
+What identifies a vector: the model, ``max_seq_length``, ``pooling``, whether it is normalised
+and whether the repository's code ran (``trust_remote_code``), plus the exact text it encodes; a
+prefixed text ("query: ...") is another text and so another cache entry. ``trust_remote_code``
+is in the identity because it can change the vectors, not only whether the model loads: for a
+repository whose ``model_type`` transformers knows (Stella's ``qwen2``) and which ships code of
+its own under ``auto_map``, transformers loads its own class without the flag and the
+repository's with it (``transformers.dynamic_module_utils.resolve_trust_remote_code``), and the
+two need not compute the same function (gte-Qwen2-7B-instruct's code attends bidirectionally,
+transformers' Qwen2 causally). Without it, vectors cached by a run that named
+``embedder.model=dunzhang/stella_en_1.5B_v5`` alone would be read back as the model card's. It
+is written only when true, so no existing key changes.
 """
 
 from __future__ import annotations
@@ -37,7 +55,7 @@ POOLINGS = ("cls", "mean")
 
 
 @lru_cache(maxsize=4)
-def _load_model(path: str, device: str | None, pooling: str | None):
+def _load_model(path: str, device: str | None, pooling: str | None, trust_remote_code: bool = False):
     from harness.retrieval.dpr import DPREncoder, is_dpr
 
     if is_dpr(path):
@@ -45,10 +63,11 @@ def _load_model(path: str, device: str | None, pooling: str | None):
     from sentence_transformers import SentenceTransformer
 
     if pooling is None:
-        return SentenceTransformer(path, device=device)
+        return SentenceTransformer(path, device=device, trust_remote_code=trust_remote_code)
     from sentence_transformers.models import Pooling, Transformer
 
-    backbone = Transformer(path)
+    remote = {"trust_remote_code": trust_remote_code}
+    backbone = Transformer(path, model_kwargs=dict(remote), processor_kwargs=dict(remote), config_kwargs=dict(remote))
     return SentenceTransformer(modules=[backbone, Pooling(backbone.get_embedding_dimension(), pooling)],
                                device=device)
 
@@ -62,7 +81,12 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model: str = "bundled", batch_size: int = 64, device: str | None = None,
                  max_seq_length: int | None = None, query_prefix: str = "", document_prefix: str = "",
-                 pooling: str | None = None, cache: Cache | None = None):
+                 pooling: str | None = None, cache: Cache | None = None, trust_remote_code: bool = False):
+        if not isinstance(trust_remote_code, bool):
+            raise ConfigError(f"embedder.trust_remote_code must be true or false, got {trust_remote_code!r}")
+        for name, prefix in (("query_prefix", query_prefix), ("document_prefix", document_prefix)):
+            if not isinstance(prefix, str):
+                raise ConfigError(f"embedder.{name} must be a string ('' for none), got {prefix!r}")
         if batch_size <= 0:
             raise ConfigError(f"embedder.batch_size must be > 0, got {batch_size}")
         if max_seq_length is not None and max_seq_length <= 0:
@@ -75,6 +99,7 @@ class SentenceTransformerEmbedder:
         self.model, self.batch_size, self.device = model, batch_size, device
         self.max_seq_length, self.pooling = max_seq_length, pooling
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
+        self.trust_remote_code = trust_remote_code
         self.cache = cache
 
     @property
@@ -87,7 +112,10 @@ class SentenceTransformerEmbedder:
         # batched vectors are kept apart from those. Each pass runs on one thread: the thread count
         # moves vectors by as much, so one-thread vectors are the same on every machine's core count.
         solo = "|solo|threads=1" if self.batch_size == 1 else ""
-        return f"{self.model}|max_seq={self.max_seq_length}{pooling}{solo}"
+        # The repository's own code may compute another function than transformers' class of the
+        # same model_type (see the module docstring); written only when set, so older keys stand.
+        remote = "|remote_code" if self.trust_remote_code else ""
+        return f"{self.model}|max_seq={self.max_seq_length}{pooling}{remote}{solo}"
 
     def encode(self, texts: Sequence[str], desc: str = "embed", normalize: bool = True) -> np.ndarray:
         """Vectors, one row per text (shape (0, 0) for no texts), L2-normalised unless
@@ -101,7 +129,7 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: Sequence[str], normalize: bool = True) -> np.ndarray:
         """The model itself, one call for ``texts``."""
-        m = _load_model(self.path, self.device, self.pooling)
+        m = _load_model(self.path, self.device, self.pooling, self.trust_remote_code)
         # The model object is shared by every embedder of the process: set its input limit on
         # every call, this embedder's or the model's own, never leave another embedder's in place
         # (a 512 set by one retriever silently changed the next one's vectors under the same key).

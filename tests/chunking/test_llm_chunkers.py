@@ -350,6 +350,11 @@ def test_hichunk_window_capped_to_model_length():
     assert HiChunkChunker(llm, window=2000, max_tokens=512).window == 2000
     with pytest.raises(ConfigError, match="max_tokens"):
         HiChunkChunker(llm, max_tokens=8192)
+    # the full-scale tables: the paper's window is refused rather than cut
+    with pytest.raises(ConfigError, match=r"exceeds the model's max_model_len=8192: raise the llm's max_model_len to 20544"):
+        HiChunkChunker(llm, window=16384, max_tokens=4096, window_cap="error")
+    llm.max_model_len = 20544
+    assert HiChunkChunker(llm, window=16384, max_tokens=4096, window_cap="error").window == 16384
 
 
 # --- Logits-Guided windows ------------------------------------------------------------------

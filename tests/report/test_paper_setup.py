@@ -29,6 +29,14 @@ def test_roles_follow_the_run_unless_set_apart():
     assert default["chunker.llm"].follows == "llm" and default["chunker.llm"].bundled
 
 
+def test_a_role_no_component_reads_is_refused():
+    from harness.pipeline.components import build_components
+
+    with pytest.raises(ConfigError, match="roles.chunker.llm: set, but no component of this run reads it"):
+        build_components(registry.compose(["chunker=sentence", "llm@roles.chunker.llm=vllm",
+                                           "roles.chunker.llm.model=x/y"]))
+
+
 def test_embedding_roles_and_retrievers_with_their_own_encoders():
     cfg = registry.compose(["chunker=semantic_breakpoint", "embedder@roles.chunker.embedder=hub",
                             "roles.chunker.embedder.model=BAAI/bge-large-en-v1.5", "retriever=dpr"])

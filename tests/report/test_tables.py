@@ -231,7 +231,7 @@ def test_an_axis_may_read_its_own_run_metric(tmp_path):
         grid.validate(bad, "smoke")
     with pytest.raises(ConfigError, match="not layout metrics"):
         write_table(tmp_path / "c", body.replace("metrics: {erec: span_recall}", "metrics: {f1: span_recall}"))
-    with pytest.raises(ConfigError, match="keys are label, metrics, missing, overrides, sweep"):
+    with pytest.raises(ConfigError, match="keys are aggregate, label, metrics, missing, overrides, sweep"):
         write_table(tmp_path / "d", body.replace("metrics: {erec: span_recall}", "missin: typo"))
 
 

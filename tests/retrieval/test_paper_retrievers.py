@@ -47,7 +47,7 @@ class RecordingModel:
 @pytest.fixture
 def recorded(monkeypatch):
     calls = []
-    monkeypatch.setattr(embedders, "_load_model", lambda path, device, pooling: RecordingModel(path, calls))
+    monkeypatch.setattr(embedders, "_load_model", lambda path, device, pooling, *_: RecordingModel(path, calls))
     return calls
 
 

@@ -39,18 +39,43 @@ def tags(spec: TableSpec, point: GridRun, scale: str) -> dict[str, str]:
             "table.scale": scale}
 
 
-def paper_numbers(spec: TableSpec) -> dict[tuple[str, str], float | None]:
-    """The paper's values by (row, column); None where the paper prints none ("-")."""
+def paper_rows(spec: TableSpec) -> dict[tuple[str, str], tuple[float | None, float | None]]:
+    """The paper's (value, ±) by (row, column), from ``row,column,value[,std]``; None where the
+    paper prints none ("-" or empty)."""
     if not spec.numbers.is_file():
         raise ConfigError(f"table {spec.id}: the paper's numbers file {spec.numbers} does not exist")
     lines = [ln for ln in spec.numbers.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    reader = csv.DictReader(lines)
+    if reader.fieldnames is not None and set(reader.fieldnames) not in ({"row", "column", "value"},
+                                                                        {"row", "column", "value", "std"}):
+        raise ConfigError(f"{spec.numbers}: columns must be row,column,value or row,column,value,std "
+                          f"(got {','.join(reader.fieldnames)})")
+
+    def number(text: str | None, line: int, what: str) -> float | None:
+        text = (text or "").strip()
+        if text in ("", "-"):
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"{spec.numbers}: line {line}: {what} {text!r} is not a number") from None
+
     out = {}
-    for i, row in enumerate(csv.DictReader(lines), 2):
-        if set(row) != {"row", "column", "value"}:
-            raise ConfigError(f"{spec.numbers}: columns must be row,column,value (line {i})")
-        value = row["value"].strip()
-        out[(row["row"], row["column"])] = None if value in ("", "-") else float(value)
+    for i, row in enumerate(reader, 2):
+        if None in row or row.get("column") is None:
+            raise ConfigError(f"{spec.numbers}: line {i} does not have the header's {len(reader.fieldnames)} fields")
+        out[(row["row"], row["column"])] = (number(row["value"], i, "value"), number(row.get("std"), i, "std"))
     return out
+
+
+def paper_numbers(spec: TableSpec) -> dict[tuple[str, str], float | None]:
+    """The paper's values by (row, column); None where the paper prints none ("-")."""
+    return {k: v for k, (v, _) in paper_rows(spec).items()}
+
+
+def paper_stds(spec: TableSpec) -> dict[tuple[str, str], float]:
+    """The paper's ± by (row, column), where the numbers file transcribes one (its ``std`` column)."""
+    return {k: std for k, (_, std) in paper_rows(spec).items() if std is not None}
 
 
 def validate(spec: TableSpec, scale: str, extra: Sequence[str] = ()) -> None:

@@ -5,7 +5,9 @@ documents, or the standard deviation over a row's sweep, e.g. LGMGC's chunk size
 paper's value and the difference. Nothing is read from memory: the latest run of every grid
 point is looked up by its ``table.run`` tag, so a table can be re-rendered from a tracking
 server after a cluster sweep. A cell without a value says why (skipped at this scale, data not
-available, not run yet). A table with ``pairwise`` adds its judged win/tie/loss rates per group
+available, not run yet). A group with ``aggregate`` (LGMGC's "Avg.") has no run: its cells are the
+mean of the row's cells in its groups, as rendered. The paper's ± (its numbers file's ``std``
+column) is shown beside the paper's value. A table with ``pairwise`` adds its judged win/tie/loss rates per group
 (:mod:`harness.report.tables.pairwise`), read from the judged runs in the same record.
 """
 
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.report.tables import correlation
-from harness.report.tables.grid import paper_numbers
+from harness.report.tables.grid import paper_rows
 from harness.report.tables.spec import REPO, Axis, Column, GridRun, TableSpec
 
 RESULTS = REPO / "results"
@@ -39,6 +41,7 @@ class Cell:
     paper: float | None = None
     note: str = ""
     chosen: str = ""   # sweep_select: best: the sweep point the value is from
+    paper_std: float | None = None   # the paper's ± where its numbers file transcribes one
 
     @property
     def diff(self) -> float | None:
@@ -77,6 +80,8 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper,
          points_by_cell: dict | None = None) -> Cell:
     if row.missing or col.group.missing:
         return Cell(None, paper=paper, note="not built")
+    if col.group.aggregate:  # no run of its own: table_cells computes it from the other groups' cells
+        return Cell(None, paper=paper, note=f"the mean of {', '.join(col.group.aggregate)}")
     metric = replace(col.metric, metric=spec.metric_name(row, col))
     points = (points_by_cell or grid_points(spec, scale)).get((row.key, col.group.key, col.x), [])
     if points and all(p.skip for p in points):  # the reason is printed once, in the caption
@@ -106,6 +111,46 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper,
     return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
 
 
+def aggregate_cell(spec: TableSpec, scale: str, row: Axis, col: Column, cells: dict[tuple[str, str], Cell],
+                   paper: float | None = None) -> Cell:
+    """A cell of an ``aggregate`` group: the mean of the row's cells in the groups it names, same
+    layout metric and x value, each as rendered (``cells``: the row's cells of those groups)."""
+    if row.missing:
+        return Cell(None, paper=paper, note="not built")
+    keys = [f"{g}/{col.metric.key}" + ("" if col.x is None else f"@{col.x}") for g in col.group.aggregate]
+    members = [cells[(row.key, k)] for k in keys]
+    empty = [(g, c) for g, c in zip(col.group.aggregate, members) if c.ours is None]
+    if empty:
+        notes = {c.note for _, c in empty}
+        if notes == {f"not run at {scale} scale"} and len(empty) == len(members):
+            return Cell(None, paper=paper, note=f"not run at {scale} scale")
+        g, c = empty[0]
+        return Cell(None, paper=paper, note=f"{g} has no value ({c.note})")
+    chosen = "; ".join(f"{g}: {c.chosen}" for g, c in zip(col.group.aggregate, members) if c.chosen)
+    return Cell(statistics.fmean(c.ours for c in members), n_runs=sum(c.n_runs for c in members), paper=paper,
+                note=f"mean of {', '.join(col.group.aggregate)}", chosen=chosen)
+
+
+def table_cells(spec: TableSpec, scale: str, runs: dict, numbers: dict | None = None,
+                points_by_cell: dict | None = None) -> dict[tuple[str, str], Cell]:
+    """Every (row, column) cell of the layout: run cells from ``runs`` (the latest run per grid
+    point), then the aggregate groups' from those; ``numbers``: the paper's (value, ±) by cell."""
+    numbers = numbers or {}
+    points = points_by_cell if points_by_cell is not None else grid_points(spec, scale)
+    columns = spec.columns()
+    out: dict[tuple[str, str], Cell] = {}
+    for row in spec.rows:
+        for col in columns:
+            if not col.group.aggregate:
+                value, std = numbers.get((row.key, col.key), (None, None))
+                out[(row.key, col.key)] = replace(cell(spec, scale, row, col, runs, value, points), paper_std=std)
+        for col in columns:
+            if col.group.aggregate:
+                value, std = numbers.get((row.key, col.key), (None, None))
+                out[(row.key, col.key)] = replace(aggregate_cell(spec, scale, row, col, out, value), paper_std=std)
+    return {(row.key, col.key): out[(row.key, col.key)] for row in spec.rows for col in columns}
+
+
 def selection_names(spec: TableSpec, row: Axis, col: Column) -> list[str]:
     """The run metrics ``best_group`` averages: ``select_by``, else every metric of the cell's group."""
     return list(spec.select_by) or [spec.metric_name(row, c) for c in spec.columns()
@@ -123,6 +168,13 @@ def selection_score(spec: TableSpec, names: list[str], record, value: float) -> 
 
 def fmt(x: float | None, digits: int) -> str:
     return "" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def paper_text(c: Cell, digits: int) -> str:
+    """The paper's value, with its ± where transcribed ("" where the paper prints none)."""
+    if c.paper is None:
+        return ""
+    return fmt(c.paper, digits) + (f" ± {fmt(c.paper_std, digits)}" if c.paper_std is not None else "")
 
 
 def ours_text(c: Cell, digits: int) -> str:
@@ -203,10 +255,9 @@ def series_values(spec: TableSpec, uri: str, scale: str, runs: dict) -> dict[tup
 def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
     recorded = recorded_runs(spec, uri, scale)
     runs = {key: rs[0] for key, rs in recorded.items()}
-    numbers = paper_numbers(spec)
-    points, columns = grid_points(spec, scale), spec.columns()
-    cells = {(row.key, col.key): cell(spec, scale, row, col, runs, numbers.get((row.key, col.key)), points)
-             for row in spec.rows for col in columns}
+    rows = paper_rows(spec)
+    numbers = {k: v for k, (v, _) in rows.items()}
+    cells = table_cells(spec, scale, runs, rows, grid_points(spec, scale))
     # what the grid cost to compute: per grid point its most expensive recorded run (the cold one)
     cold = sum(max(run_seconds(r) for r in rs) for rs in recorded.values())
     stages = [v for r in runs.values() for k, v in r.data.tags.items() if k.startswith("stage/")]
@@ -230,6 +281,10 @@ def caption(t: Rendered) -> list[str]:
     for axis in (*s.rows, *s.groups):
         if axis.missing:
             lines.append(f"Not built, {axis.label}: {axis.missing}.")
+    for g in s.groups:
+        if g.aggregate:
+            lines.append(f"{g.label}: no run of its own, each cell the mean of the row's cells in "
+                         + ", ".join(labels.get(k, k) for k in g.aggregate) + " (as shown).")
     for key, why in (at.get("skip") or {}).items():
         lines.append(f"Not run at this scale, {' / '.join(labels.get(k, k) for k in key.split('/'))}: {why}.")
     if at.get("shared"):
@@ -242,7 +297,9 @@ def caption(t: Rendered) -> list[str]:
             "best_group": "at the row's sweep point best on the mean of the group's metrics"}.get(
         s.sweep_select, "± std over the row's sweep")
     spread = "± std over queries" if s.spread == "std" else "[bootstrap 95% interval]"
-    lines.append(f"Each cell: ours {spread} ({over}), the paper's value, and ours − paper.")
+    paper = ("the paper's value (± its own where it prints one)" if any(c.paper_std is not None for c in t.cells.values())
+             else "the paper's value")
+    lines.append(f"Each cell: ours {spread} ({over}), {paper}, and ours − paper.")
     return lines
 
 
@@ -267,7 +324,7 @@ def markdown(t: Rendered) -> str:
             c, digits = t.cells[(row.key, col.key)], col.metric.digits
             text = ours_text(c, digits)
             if c.paper is not None:
-                text += f"<br>paper {fmt(c.paper, digits)}" + (f", Δ {c.diff:+.{digits}f}" if c.diff is not None else "")
+                text += f"<br>paper {paper_text(c, digits)}" + (f", Δ {c.diff:+.{digits}f}" if c.diff is not None else "")
             cells.append(text)
         out.append(f"| {short_label(s, row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
     if s.correlation:
@@ -282,12 +339,13 @@ def markdown(t: Rendered) -> str:
 def csv_text(t: Rendered) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["row", "column", "ours", "ci95_low", "ci95_high", "std", "n_runs", "paper", "diff", "best_at", "note"])
+    w.writerow(["row", "column", "ours", "ci95_low", "ci95_high", "std", "n_runs", "paper", "paper_std", "diff",
+                "best_at", "note"])
     for row in t.spec.rows:
         for col in t.spec.columns():
             c = t.cells[(row.key, col.key)]
             w.writerow([row.key, col.key, *(fmt(x, 6) for x in (c.ours, c.low, c.high, c.std)), c.n_runs,
-                        fmt(c.paper, 6), fmt(c.diff, 6), c.chosen, c.note])
+                        fmt(c.paper, 6), fmt(c.paper_std, 6), fmt(c.diff, 6), c.chosen, c.note])
     return buf.getvalue()
 
 
@@ -304,7 +362,8 @@ def latex(t: Rendered) -> str:
         for col in cols:
             c, digits = t.cells[(row.key, col.key)], col.metric.digits
             ours = fmt(c.ours, digits) or "--"
-            cells.append(ours + (f" ({fmt(c.paper, digits)})" if c.paper is not None else ""))
+            paper = paper_text(c, digits).replace("±", r"$\pm$")
+            cells.append(ours + (f" ({paper})" if c.paper is not None else ""))
         lines.append(" & ".join([esc(short_label(t.spec, row, "rows", t.scale)), *cells]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}",
               "% " + esc(f"{t.spec.id} at {t.scale} scale: ours (paper). ") + " ".join(caption(t))]

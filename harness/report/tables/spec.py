@@ -40,19 +40,32 @@ render as a second layout: rows are the groups, columns ``<score|round>/<win|tie
 of ``judge``, ``label``, ``max_tokens``, ``temperature``, ``retries``, ``seed`` there (a stand-in
 judge). A scale's ``skip`` may also name an x value, as ``<param>=<value>``.
 
+``aggregate: {mean_of: [groups]}`` makes a group computed, not run (LGMGC's "Avg."): each of its
+cells is the mean of the same row's rendered cells, same layout metric (and x value), in the named
+groups, each as the table shows it (a swept row's mean, or its best point with ``sweep_select:
+best``: the mean of each dataset's best). It has no overrides, sweep or metrics of its own and
+no grid point; a cell is empty, saying why, when one of its groups' cells is. Not with
+``series`` or ``pairwise`` (they read a run per group).
+
 ``scale`` maps each scale to what changes there. For a row or a group, ``overrides`` replace the
 axis's own (a stand-in for a paper dataset that is not bundled; its ``label`` is shown in the
 rendered header) and ``add`` appends to them (e.g. a reply budget the bundled model needs);
-``shared`` caps documents and questions for every run, and ``skip`` names a row or a
-``row/group`` cell that is not run at that scale, with the reason the rendered table prints.
+a row's ``sweep`` replaces the row's own sweep there (``{}``: one run, at the row's overrides;
+e.g. a sweep too slow for the smoke scale); ``shared`` caps documents and questions for every
+run, and ``skip`` names a row or a ``row/group`` cell that is not run at that scale, with the
+reason the rendered table prints.
+
+The paper's numbers file may carry the paper's ± beside each value: a fourth column ``std``
+(``row,column,value,std``; empty or ``-`` where the paper prints none), rendered beside the
+paper's value.
 
     title: ...            source: ...          numbers: results/papers/<paper>/<table>.csv
     shared: [overrides]   rows: {key: {label, overrides, sweep: {param: [values]}}}
-    groups: {key: {label, overrides, missing, metrics: {key: run metric}}}
+    groups: {key: {label, overrides, missing, metrics: {key: run metric}, aggregate: {mean_of: [groups]}}}
     metrics: {key: {metric, label, factor, digits}}
     x: {param, label, values: [...], names: [...]}     sweep_select: mean | best | best_group
     select_by: [run metrics]                           spread: ci | std
-    scale: {smoke: {shared, rows|groups: {key: {label, overrides, add}}, skip: {key: why}}}
+    scale: {smoke: {shared, rows|groups: {key: {label, overrides, add, sweep (rows)}}, skip: {key: why}}}
     correlation: {mix: [a, b], target: key, lambdas: {start, stop, step}}
     series: {label, y_label, lines: {key: {series: per-document series key, label}}}
     pairwise: {a: row, b: row, judge: [overrides], outcomes: [score, round], label, max_tokens,
@@ -79,6 +92,9 @@ TABLES = REPO / "configs" / "tables"
 SCALES = ("smoke", "full")
 SWEEP_SELECT = ("mean", "best", "best_group")
 AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
+GROUP_KEYS = AXIS_KEYS | {"aggregate"}
+AGGREGATES = ("mean_of",)
+SCALE_AXIS_KEYS = {"rows": {"label", "overrides", "add", "sweep"}, "groups": {"label", "overrides", "add"}}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
         "select_by", "spread", "correlation", "series", "pairwise", "paper"}
 
@@ -91,6 +107,7 @@ class Axis:
     sweep: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     missing: str | None = None   # not built yet: never run, the cells say why
     metrics: tuple[tuple[str, str], ...] = ()   # the axis's own run metric for a layout key
+    aggregate: tuple[str, ...] = ()   # a computed group: the mean of these groups' cells (no run of its own)
 
 
 @dataclass(frozen=True)
@@ -225,46 +242,101 @@ class TableSpec:
         """The run metric of a cell: the row's own for the column's layout key, else the column's."""
         return dict(row.metrics).get(col.metric.key, col.metric.metric)
 
+    def sweep(self, row: Axis, scale: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+        """The row's sweep at ``scale``: the scale's own (``scale.<s>.rows.<row>.sweep``) or the row's."""
+        at = self.at(scale, "rows", row.key)
+        return _sweep(at["sweep"]) if "sweep" in at else row.sweep
+
     def overrides(self, axis: Axis, kind: str, scale: str) -> tuple[str, ...]:
         at = self.at(scale, kind, axis.key)
         return (*at.get("overrides", axis.overrides), *at.get("add", ()))
 
     def runs(self, scale: str) -> list[GridRun]:
-        """Every grid point at ``scale``; rows and groups that are ``missing`` have none."""
+        """Every grid point at ``scale``; rows and groups that are ``missing``, and ``aggregate``
+        groups, have none."""
         at = self.scales.get(scale, {})
         skips = at.get("skip") or {}
         out = []
         for row, group in itertools.product(self.rows, self.groups):
-            if row.missing or group.missing:
+            if row.missing or group.missing or group.aggregate:
                 continue
             skip = skips.get(f"{row.key}/{group.key}") or skips.get(row.key) or skips.get(group.key)
             base = (*self.shared, *at.get("shared", ()), *self.overrides(row, "rows", scale),
                     *self.overrides(group, "groups", scale))
-            names = [name for name, _ in row.sweep]
+            sweep = self.sweep(row, scale)
+            names = [name for name, _ in sweep]
             xs = [(show(v), (self.x.point(v),)) for v in self.x.values] if self.x else [(None, ())]
             for x, x_point in xs:
                 why = skip or (skips.get(x_point[0]) if x_point else None)
-                for values in itertools.product(*(vals for _, vals in row.sweep)) if row.sweep else [()]:
+                for values in itertools.product(*(vals for _, vals in sweep)) if sweep else [()]:
                     point = (*x_point, *(f"{n}={v}" for n, v in zip(names, values)))
                     key = "|".join((row.key, group.key, *point))
                     out.append(GridRun(key, row.key, group.key, (*base, *point), why, x))
         return out
 
 
-def _axes(node: Any, where: str) -> tuple[Axis, ...]:
+def _sweep(node: Any, where: str = "sweep") -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, dict) or any(isinstance(v, (str, dict)) or not hasattr(v, "__iter__") for v in node.values()):
+        raise ConfigError(f"{where}: must map a parameter to its values ({{chunker.size: [200, 300]}}), got {node!r}")
+    return tuple((str(p), tuple(v)) for p, v in node.items())
+
+
+def _aggregate(node: Any, where: str) -> tuple[str, ...]:
+    if node is None:
+        return ()
+    if (not isinstance(node, dict) or set(node) != {"mean_of"} or isinstance(node["mean_of"], (str, dict))
+            or len(node["mean_of"] or ()) < 1):
+        raise ConfigError(f"{where}.aggregate: {{{' | '.join(AGGREGATES)}: [groups]}}, got {node!r}")
+    return tuple(str(g) for g in node["mean_of"])
+
+
+def _axes(node: Any, where: str, keys: set[str] = AXIS_KEYS) -> tuple[Axis, ...]:
     if not isinstance(node, dict) or not node:
         raise ConfigError(f"{where}: must map keys to {{label, overrides}}, got {node!r}")
     out = []
     for key, spec in node.items():
         spec = spec or {}
-        if not isinstance(spec, dict) or set(spec) - AXIS_KEYS:
-            raise ConfigError(f"{where}.{key}: keys are {', '.join(sorted(AXIS_KEYS))}, got {spec!r}")
-        sweep = tuple((str(p), tuple(v)) for p, v in (spec.get("sweep") or {}).items())
+        if not isinstance(spec, dict) or set(spec) - keys:
+            raise ConfigError(f"{where}.{key}: keys are {', '.join(sorted(keys))}, got {spec!r}")
+        sweep = _sweep(spec.get("sweep"), f"{where}.{key}.sweep")
         missing = spec.get("missing")
         metrics = tuple((str(k), str(v)) for k, v in (spec.get("metrics") or {}).items())
+        aggregate = _aggregate(spec.get("aggregate"), f"{where}.{key}")
+        if aggregate and set(spec) - {"label", "aggregate"}:
+            raise ConfigError(f"{where}.{key}: an aggregate group is computed from other groups' cells, so it has "
+                              f"only a label (got {sorted(set(spec) - {'label', 'aggregate'})})")
         out.append(Axis(str(key), str(spec.get("label", key)), override_list(spec.get("overrides"), f"{where}.{key}"),
-                        sweep, None if missing is None else str(missing), metrics))
+                        sweep, None if missing is None else str(missing), metrics, aggregate))
     return tuple(out)
+
+
+def _check_aggregates(groups: tuple[Axis, ...], where: str) -> None:
+    by_key = {g.key: g for g in groups}
+    for g in groups:
+        for member in g.aggregate:
+            other = by_key.get(member)
+            if other is None or other is g or other.aggregate:
+                why = "is not a group" if other is None else "is itself an aggregate"
+                raise ConfigError(f"{where}.groups.{g.key}.aggregate: {member!r} {why} (groups that run: "
+                                  f"{', '.join(k for k, a in by_key.items() if not a.aggregate)})")
+
+
+def _check_scales(scales: dict[str, dict[str, Any]], rows: tuple[Axis, ...], groups: tuple[Axis, ...],
+                  where: str) -> None:
+    """What a scale changes for a row or a group: known keys, known axes, a well-formed sweep."""
+    names = {"rows": {r.key for r in rows}, "groups": {g.key for g in groups}}
+    for scale, at in scales.items():
+        for kind, keys in SCALE_AXIS_KEYS.items():
+            for key, entry in (at.get(kind) or {}).items():
+                here = f"{where}.scale.{scale}.{kind}.{key}"
+                if key not in names[kind]:
+                    raise ConfigError(f"{here}: {key!r} is not one of the table's {kind} ({', '.join(sorted(names[kind]))})")
+                if not isinstance(entry or {}, dict) or set(entry or {}) - keys:
+                    raise ConfigError(f"{here}: keys are {', '.join(sorted(keys))}, got {entry!r}")
+                if "sweep" in (entry or {}):
+                    _sweep(entry["sweep"] or {}, f"{here}.sweep")
 
 
 def _x_axis(node: Any, where: str) -> XAxis | None:
@@ -314,11 +386,18 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
                 raise ConfigError(f"{where}.{kind}.{key}.metrics: {sorted(unknown_keys)} are not layout metrics "
                                   f"({sorted(layout)})")
     rows, series = _axes(raw["rows"], f"{where}.rows"), parse_series(raw.get("series"), where)
-    if series and (raw.get("x") is not None or any(r.sweep for r in rows)):
+    groups = _axes(raw["groups"], f"{where}.groups", GROUP_KEYS)
+    _check_aggregates(groups, where)
+    _check_scales(scales, rows, groups, where)
+    swept = [r for r in rows if r.sweep or any(((at.get("rows") or {}).get(r.key) or {}).get("sweep")
+                                                 for at in scales.values())]
+    if series and (raw.get("x") is not None or swept):
         raise ConfigError(f"{where}.series: a panel plots one run, so no x axis and no swept row")
+    if any(g.aggregate for g in groups) and (series or raw.get("pairwise") is not None):
+        raise ConfigError(f"{where}: an aggregate group has no run, so no series or pairwise in its table")
     return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
                      override_list(raw.get("shared"), f"{where}.shared"), rows,
-                     _axes(raw["groups"], f"{where}.groups"), metrics, scales, _x_axis(raw.get("x"), where),
+                     groups, metrics, scales, _x_axis(raw.get("x"), where),
                      select, select_by, spread, parse_correlation(raw.get("correlation"), layout, where), series,
                      parse_pairwise(raw.get("pairwise"), rows, scales, where),
                      parse_paper(raw.get("paper"), {r.key for r in rows}, {str(g) for g in raw["groups"]}, where))
@@ -330,12 +409,12 @@ def all_specs() -> list[TableSpec]:
 
 def select(pattern: str | None) -> list[TableSpec]:
     """Tables matching ``pattern`` (comma-separated globs over ids, e.g. ``hichunk/table3,lgmgc/*``)."""
-    specs = all_specs()
     if not pattern or pattern == "all":
-        return specs
+        return all_specs()
+    paths = {p.relative_to(TABLES).with_suffix("").as_posix(): p for p in sorted(TABLES.rglob("*.yaml"))}
     globs = [p.strip() for p in pattern.split(",") if p.strip()]
-    chosen = [s for s in specs if any(fnmatch.fnmatch(s.id, g) for g in globs)]
-    unmatched = [g for g in globs if not any(fnmatch.fnmatch(s.id, g) for s in specs)]
+    unmatched = [g for g in globs if not any(fnmatch.fnmatch(i, g) for i in paths)]
     if unmatched:
-        raise ConfigError(f"no table matches {', '.join(unmatched)} (tables: {', '.join(s.id for s in specs)})")
-    return chosen
+        raise ConfigError(f"no table matches {', '.join(unmatched)} (tables: {', '.join(paths)})")
+    # only the chosen files are loaded: a table being edited elsewhere does not stop these
+    return [load_spec(p, TABLES) for i, p in paths.items() if any(fnmatch.fnmatch(i, g) for g in globs)]
