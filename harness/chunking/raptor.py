@@ -5,10 +5,14 @@ baseline, following the authors' code (github.com/parthsarthi03/raptor).
 - Leaves: the ``base`` chunker's searchable text chunks (default: whole sentences packed up to
   300 cl100k tokens, MC-indexing's "chunks of 300 tokens"; the authors' code packs sentences too,
   100 tokens by default). They are contiguous document spans, level 0.
-- Each layer: the nodes are embedded with the run's embedder, clustered
+- Each layer: the nodes are embedded with the chunker's embedder (role ``chunker.embedder``: the
+  run's embedder unless set apart; any :class:`SentenceTransformerEmbedder`, e.g. OpenAI's
+  text-embedding-ada-002 through :mod:`harness.retrieval.openai_embedder`, as MC-indexing embeds
+  the trees of its sparse and ColBERT rows), clustered
   (:mod:`harness.chunking.raptor_clustering`: reduction, BIC-chosen soft Gaussian mixtures,
-  global then local), each cluster's texts are summarised by the run's model with the authors'
-  prompt, and the summaries are embedded: they are the next layer. Layers stop after
+  global then local), each cluster's texts are summarised by the chunker's model (role
+  ``chunker.llm``; the RAPTOR code's: GPT-3.5-turbo) with the authors' prompt, and the summaries
+  are embedded: they are the next layer. Layers stop after
   ``num_layers`` (5) or once a layer has at most ``reduction_dimension + 1`` nodes ("too few
   nodes to be clustered"; a document of up to 11 leaves has no summary at all).
 - A summary node is a chunk of view ``tree_summary`` with ``level`` = its layer, ``children`` =

@@ -73,6 +73,7 @@ class OpenAIEmbedder(SentenceTransformerEmbedder):
         self.batch_size, self.max_concurrency = batch_size, max_concurrency
         self.max_retries, self.timeout = max_retries, timeout
         self.device = self.max_seq_length = self.pooling = None   # the server's business
+        self.trust_remote_code = False
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.cache = cache
         # Local servers take any key. Not in `identity`, nor in the object's repr.

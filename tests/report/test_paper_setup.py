@@ -189,3 +189,29 @@ def test_copied_table_with_a_wrong_model_fails_the_cli(tmp_path, capsys, monkeyp
     out = capsys.readouterr()
     assert "3 undeclared" in out.out and "undeclared: chunker.llm: runs Qwen/Qwen3-8B" in out.out
     assert "hichunk/table3" in out.err
+
+
+def test_a_delta_only_where_the_point_is_the_papers_setup(tmp_path):
+    from harness.data.base import SAMPLES_DIR
+    from harness.report.tables import render
+
+    from tests.report.test_tables import fake_runs
+
+    body = BODY.replace("  qasper: {label: Qasper, overrides: [dataset=qasper]}",
+                        f"  copy: {{label: Copy, overrides: [dataset=ohrbench, dataset.source=path, "
+                        f"'dataset.path={SAMPLES_DIR / 'ohr_bench'}']}}\n"
+                        "  sample: {label: Sample, overrides: [dataset=ohrbench]}")
+    numbers = "row,column,value\nfixed,copy/erec,0.5\nfixed,sample/erec,0.5\nlc,copy/erec,0.5\n"
+    t = write_table(tmp_path, body + "paper:\n  models: []\n", numbers)
+    points = render.grid_points(t, "smoke")
+    why_not = render.incomparable_by_cell(t, "smoke", points)
+    assert why_not[("fixed", "copy")] == ""   # the paper's data (a local copy) and no model: comparable
+    assert why_not[("fixed", "sample")] == "bundled sample of ohrbench"
+    assert why_not[("lc", "copy")] == "bundled SmolLM2-135M-Instruct"
+    runs = fake_runs({k: {"evidence_recall": 0.75} for k in ("fixed|copy", "fixed|sample", "lc|copy", "lc|sample")})
+    cells = render.table_cells(t, "smoke", runs, {k: (v, None) for k, v in grid.paper_numbers(t).items()},
+                               points, why_not)
+    assert cells[("fixed", "copy/erec")].diff == pytest.approx(0.25)
+    assert cells[("fixed", "sample/erec")].diff is None and cells[("lc", "copy/erec")].diff is None
+    md = render.markdown(render.Rendered(t, "smoke", cells, [], 0.0, ""))
+    assert "paper 0.5000, Δ +0.2500" in md and "paper 0.5000, not comparable: bundled sample of ohrbench" in md

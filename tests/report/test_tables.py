@@ -95,7 +95,6 @@ def test_a_table_runs_records_and_renders_from_mlflow(tmp_path):
     assert rendered.filled == 2 and len(rendered.cells) == 3
     sentence = rendered.cells[("sentence", "paper_data/erec")]
     assert sentence.paper == 50.0 and sentence.low <= sentence.ours <= sentence.high
-    assert sentence.diff == pytest.approx(sentence.ours - 50.0)
     fixed = rendered.cells[("fixed", "paper_data/erec")]
     assert fixed.n_runs == 2 and fixed.std is not None and fixed.paper is None
     assert rendered.cells[("skipped", "paper_data/erec")].note == "not run at smoke scale"
@@ -103,13 +102,14 @@ def test_a_table_runs_records_and_renders_from_mlflow(tmp_path):
     md, table_csv, tex = (p.read_text() for p in paths)
     assert "| PaperSet* ERec |" in md and "Stand-in data at this scale: PaperSet → bundled news." in md
     assert "Scale: **smoke**" in md and "Not run at this scale, Skipped: too slow here." in md
-    assert "n/a (not run at smoke scale)" in md and "paper 50.0, Δ" in md
+    assert "n/a (not run at smoke scale)" in md
+    assert "paper 50.0, not comparable: the table declares no paper setup" in md and sentence.diff is None
     assert "bundled all-MiniLM-L6-v2" not in md  # bm25: no model was used
     rows = list(csv.DictReader(io.StringIO(table_csv)))
     assert [r["row"] for r in rows] == ["fixed", "sentence", "skipped"] and rows[1]["paper"] == "50.000000"
     assert tex.startswith("\\begin{tabular}{lc}") and "(50.0)" in tex
     index = render.index([rendered], out=tmp_path / "results").read_text()
-    assert "| [demo/t1](demo/t1.md) | Demo | smoke | 2/3 | PaperSet → bundled news |" in index
+    assert "| [demo/t1](demo/t1.md) | Demo | smoke | 2/3 | the table declares no paper setup |" in index
     # Run again: every grid point is recorded already (same config, code and point), so nothing
     # runs and nothing is logged; tracking.rerun=new logs them anyway.
     import sqlite3

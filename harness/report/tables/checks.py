@@ -84,7 +84,7 @@ def _first(check: TableCheck, status: str, reason: str) -> str:
 
 def model_available(role: Role) -> str | None:
     """None when the role's model can be had here, else how to get it."""
-    if role.bundled or role.backend == "OpenAILLM":  # a server's model: the preflight asks the server
+    if role.bundled or role.backend in ("OpenAILLM", "OpenAIEmbedder"):  # a served model: no download
         return None
     missing = []
     for name in role.model.split(" | "):
@@ -184,6 +184,41 @@ def _build(spec: TableSpec, point: GridRun, cfg, dataset: bool) -> None:
 def _one_line(e: Exception) -> str:
     text = str(e) if isinstance(e, ConfigError) else f"{type(e).__name__}: {e}"
     return " ".join(text.split())
+
+
+BUNDLED_NAMES = {"llm": "bundled SmolLM2-135M-Instruct", "embedder": "bundled all-MiniLM-L6-v2",
+                 "encoder": "bundled all-MiniLM-L6-v2"}
+
+
+def incomparable(spec: TableSpec, point: GridRun, scale: str, extra: Sequence[str] = ()) -> str:
+    """Why ``point``'s numbers cannot be set against the paper's ('' when they can): it runs a
+    stand-in (a bundled model or sample, another model) where the paper's setup says otherwise and
+    no deviation gives the reason. Composes the point; builds nothing."""
+    from harness.data.base import describe_source
+    from harness.report.tables.grid import compose
+
+    if spec.paper is None:
+        return "the table declares no paper setup"
+    try:
+        cfg = compose(spec, point, scale, extra)
+        found = roles(cfg)
+        dataset = describe_source(OmegaConf.to_container(cfg.dataset, resolve=True))
+    except Exception as e:  # the point's own error is reported where it runs
+        return _one_line(e)
+    reasons = []
+    for f in spec.paper.check(point.row, point.group, found, dataset, cfg):
+        if f.declared:
+            continue
+        role = found.get(f.subject)
+        if role is not None and role.bundled:
+            reasons.append(BUNDLED_NAMES[role.kind])
+        elif f.subject == "dataset" and dataset.get("source") == "bundled":
+            reasons.append(f"bundled sample of {dataset.get('name')}")
+        elif role is not None:
+            reasons.append(f"{f.subject} {role.model}")
+        else:
+            reasons.append(f.subject)
+    return ", ".join(dict.fromkeys(reasons))
 
 
 def _select(cfg, key: str) -> Any:

@@ -44,7 +44,8 @@ def paper_rows(spec: TableSpec) -> dict[tuple[str, str], tuple[float | None, flo
     paper prints none ("-" or empty)."""
     if not spec.numbers.is_file():
         raise ConfigError(f"table {spec.id}: the paper's numbers file {spec.numbers} does not exist")
-    lines = [ln for ln in spec.numbers.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    lines = [ln for ln in spec.numbers.read_text(encoding="utf-8").splitlines()
+             if ln.strip() and not ln.startswith("#")]
     reader = csv.DictReader(lines)
     if reader.fieldnames is not None and set(reader.fieldnames) not in ({"row", "column", "value"},
                                                                         {"row", "column", "value", "std"}):

@@ -42,10 +42,13 @@ class Cell:
     note: str = ""
     chosen: str = ""   # sweep_select: best: the sweep point the value is from
     paper_std: float | None = None   # the paper's ± where its numbers file transcribes one
+    incomparable: str = ""   # why the point is not the paper's setup (a stand-in): no Δ then
 
     @property
     def diff(self) -> float | None:
-        return None if self.ours is None or self.paper is None else self.ours - self.paper
+        if self.ours is None or self.paper is None or self.incomparable:
+            return None
+        return self.ours - self.paper
 
 
 def run_seconds(run) -> float:
@@ -131,11 +134,25 @@ def aggregate_cell(spec: TableSpec, scale: str, row: Axis, col: Column, cells: d
                 note=f"mean of {', '.join(col.group.aggregate)}", chosen=chosen)
 
 
+def incomparable_by_cell(spec: TableSpec, scale: str, points: dict) -> dict[tuple[str, str], str]:
+    """(row, group) -> why its points are not the paper's setup ('' when they are): checked on the
+    cell's first point that runs (:func:`harness.report.tables.checks.incomparable`)."""
+    from harness.report.tables.checks import incomparable
+
+    out: dict[tuple[str, str], str] = {}
+    for (row, group, _), pts in points.items():
+        runnable = [p for p in pts if not p.skip]
+        if runnable and (row, group) not in out:
+            out[(row, group)] = incomparable(spec, runnable[0], scale)
+    return out
+
+
 def table_cells(spec: TableSpec, scale: str, runs: dict, numbers: dict | None = None,
-                points_by_cell: dict | None = None) -> dict[tuple[str, str], Cell]:
+                points_by_cell: dict | None = None, why_not: dict | None = None) -> dict[tuple[str, str], Cell]:
     """Every (row, column) cell of the layout: run cells from ``runs`` (the latest run per grid
-    point), then the aggregate groups' from those; ``numbers``: the paper's (value, ±) by cell."""
-    numbers = numbers or {}
+    point), then the aggregate groups' from those; ``numbers``: the paper's (value, ±) by cell;
+    ``why_not``: (row, group) -> why the cell is not comparable with the paper's (no Δ then)."""
+    numbers, why_not = numbers or {}, why_not or {}
     points = points_by_cell if points_by_cell is not None else grid_points(spec, scale)
     columns = spec.columns()
     out: dict[tuple[str, str], Cell] = {}
@@ -143,11 +160,14 @@ def table_cells(spec: TableSpec, scale: str, runs: dict, numbers: dict | None = 
         for col in columns:
             if not col.group.aggregate:
                 value, std = numbers.get((row.key, col.key), (None, None))
-                out[(row.key, col.key)] = replace(cell(spec, scale, row, col, runs, value, points), paper_std=std)
+                out[(row.key, col.key)] = replace(cell(spec, scale, row, col, runs, value, points), paper_std=std,
+                                                  incomparable=why_not.get((row.key, col.group.key), ""))
         for col in columns:
             if col.group.aggregate:
                 value, std = numbers.get((row.key, col.key), (None, None))
-                out[(row.key, col.key)] = replace(aggregate_cell(spec, scale, row, col, out, value), paper_std=std)
+                members = [why_not.get((row.key, g), "") for g in col.group.aggregate]
+                out[(row.key, col.key)] = replace(aggregate_cell(spec, scale, row, col, out, value), paper_std=std,
+                                                  incomparable=", ".join(dict.fromkeys(m for m in members if m)))
     return {(row.key, col.key): out[(row.key, col.key)] for row in spec.rows for col in columns}
 
 
@@ -216,6 +236,7 @@ class Rendered:
     # spec.series: (row, group) -> line key -> the run's per-chunk values (from per_document.jsonl)
     series: dict[tuple[str, str], dict[str, list[float]]] = field(default_factory=dict)
     pairwise: dict[tuple[str, str], Cell] = field(default_factory=dict)   # (group, pair column): a judged rate
+    not_comparable: tuple[str, ...] = ()   # the distinct reasons its points are not the paper's setup
 
     @property
     def filled(self) -> int:
@@ -257,7 +278,9 @@ def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
     runs = {key: rs[0] for key, rs in recorded.items()}
     rows = paper_rows(spec)
     numbers = {k: v for k, (v, _) in rows.items()}
-    cells = table_cells(spec, scale, runs, rows, grid_points(spec, scale))
+    points = grid_points(spec, scale)
+    why_not = incomparable_by_cell(spec, scale, points)
+    cells = table_cells(spec, scale, runs, rows, points, why_not)
     # what the grid cost to compute: per grid point its most expensive recorded run (the cold one)
     cold = sum(max(run_seconds(r) for r in rs) for rs in recorded.values())
     stages = [v for r in runs.values() for k, v in r.data.tags.items() if k.startswith("stage/")]
@@ -268,7 +291,8 @@ def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
         from harness.report.tables import pairwise
 
         pair_cells = pairwise.cells(spec, scale, runs, numbers)
-    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note, series, pair_cells)
+    reasons = tuple(dict.fromkeys(r for why in why_not.values() for r in why.split(", ") if r))
+    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note, series, pair_cells, reasons)
 
 
 def caption(t: Rendered) -> list[str]:
@@ -297,9 +321,10 @@ def caption(t: Rendered) -> list[str]:
             "best_group": "at the row's sweep point best on the mean of the group's metrics"}.get(
         s.sweep_select, "± std over the row's sweep")
     spread = "± std over queries" if s.spread == "std" else "[bootstrap 95% interval]"
-    paper = ("the paper's value (± its own where it prints one)" if any(c.paper_std is not None for c in t.cells.values())
-             else "the paper's value")
-    lines.append(f"Each cell: ours {spread} ({over}), {paper}, and ours − paper.")
+    paper = ("the paper's value (± its own where it prints one)"
+             if any(c.paper_std is not None for c in t.cells.values()) else "the paper's value")
+    lines.append(f"Each cell: ours {spread} ({over}), {paper}, and ours − paper where the point is the paper's "
+                 f"setup (its `paper:` block); elsewhere the paper's value is marked not comparable, with why.")
     return lines
 
 
@@ -324,7 +349,9 @@ def markdown(t: Rendered) -> str:
             c, digits = t.cells[(row.key, col.key)], col.metric.digits
             text = ours_text(c, digits)
             if c.paper is not None:
-                text += f"<br>paper {paper_text(c, digits)}" + (f", Δ {c.diff:+.{digits}f}" if c.diff is not None else "")
+                text += f"<br>paper {paper_text(c, digits)}" + (
+                    f", not comparable: {c.incomparable}" if c.incomparable else
+                    f", Δ {c.diff:+.{digits}f}" if c.diff is not None else "")
             cells.append(text)
         out.append(f"| {short_label(s, row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
     if s.correlation:
@@ -340,12 +367,12 @@ def csv_text(t: Rendered) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["row", "column", "ours", "ci95_low", "ci95_high", "std", "n_runs", "paper", "paper_std", "diff",
-                "best_at", "note"])
+                "best_at", "note", "not_comparable"])
     for row in t.spec.rows:
         for col in t.spec.columns():
             c = t.cells[(row.key, col.key)]
             w.writerow([row.key, col.key, *(fmt(x, 6) for x in (c.ours, c.low, c.high, c.std)), c.n_runs,
-                        fmt(c.paper, 6), fmt(c.paper_std, 6), fmt(c.diff, 6), c.chosen, c.note])
+                        fmt(c.paper, 6), fmt(c.paper_std, 6), fmt(c.diff, 6), c.chosen, c.note, c.incomparable])
     return buf.getvalue()
 
 
@@ -398,10 +425,10 @@ def index(rendered: list[Rendered], pareto: list[tuple[str, str, Path, int]] = (
              "Generated by `make reproduce-tables` from the MLflow record; do not edit. The papers' published",
              "numbers, transcribed with their table references, are in `papers/`.", "",
              "## Paper tables and figures", "",
-             "| table | title | scale | cells filled | stand-ins | models | compute time (cold) | last run |",
+             "| table | title | scale | cells filled | not the paper's setup | models | compute time (cold) | last run |",
              "|---|---|---|---|---|---|---|---|"]
     for t in rendered:
-        stand = "; ".join(t.spec.stand_ins(t.scale)) or "none"
+        stand = ", ".join(t.not_comparable) or "none"
         png = (t.spec.is_figure or t.spec.correlation is not None or t.spec.series is not None
                or t.spec.pairwise is not None)
         link = f"[{t.spec.id}]({t.spec.id}.md)" + (f" ([png]({t.spec.id}.png))" if png else "")

@@ -278,7 +278,8 @@ class TableSpec:
 def _sweep(node: Any, where: str = "sweep") -> tuple[tuple[str, tuple[Any, ...]], ...]:
     if node is None:
         return ()
-    if not isinstance(node, dict) or any(isinstance(v, (str, dict)) or not hasattr(v, "__iter__") for v in node.values()):
+    if not isinstance(node, dict) or any(isinstance(v, (str, dict)) or not hasattr(v, "__iter__")
+                                         for v in node.values()):
         raise ConfigError(f"{where}: must map a parameter to its values ({{chunker.size: [200, 300]}}), got {node!r}")
     return tuple((str(p), tuple(v)) for p, v in node.items())
 
@@ -332,7 +333,8 @@ def _check_scales(scales: dict[str, dict[str, Any]], rows: tuple[Axis, ...], gro
             for key, entry in (at.get(kind) or {}).items():
                 here = f"{where}.scale.{scale}.{kind}.{key}"
                 if key not in names[kind]:
-                    raise ConfigError(f"{here}: {key!r} is not one of the table's {kind} ({', '.join(sorted(names[kind]))})")
+                    raise ConfigError(f"{here}: {key!r} is not one of the table's {kind} "
+                                      f"({', '.join(sorted(names[kind]))})")
                 if not isinstance(entry or {}, dict) or set(entry or {}) - keys:
                     raise ConfigError(f"{here}: keys are {', '.join(sorted(keys))}, got {entry!r}")
                 if "sweep" in (entry or {}):
