@@ -286,7 +286,8 @@ class Tokenizer:
         except OSError as e:  # the Hub's "not found offline": a name that is right but not here
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise Unavailable(f"tokenizer={self._source!r} cannot be loaded here ({first}); download it "
-                              f"(huggingface-cli download {self._source}) or give a local folder") from e
+                              f"(huggingface-cli download {self._source}) or give a local folder; valid: "
+                              f"{TOKENIZER_NAMES}") from e
         except Exception as e:
             raise ConfigError(f"tokenizer={name!r} could not be loaded ({e}); valid: {TOKENIZER_NAMES}") from e
 

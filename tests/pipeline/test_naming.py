@@ -22,8 +22,19 @@ DEFAULT_CHOICES = {"dataset": "ohrbench", "chunker": "fixed", "embedder": "bundl
                    "tracking": "local", "profile": None, "experiment": None, "hydra/launcher": "basic"}
 
 
+ROLES = {"llm@roles.chunker.llm": None, "embedder@roles.chunker.embedder": None, "llm@roles.metrics.fact_cov.llm": None,
+         "llm@roles.metrics.chunkscore.llm": None, "embedder@roles.metrics.chunkscore.embedder": None}
+
+
 def test_defaults_come_from_the_primary_config():
-    assert default_choices() == {k: v for k, v in DEFAULT_CHOICES.items() if not k.startswith("hydra/")}
+    # the model roles' package defaults (null: the run's llm / embedder) are choices of their own
+    assert default_choices() == {**{k: v for k, v in DEFAULT_CHOICES.items() if not k.startswith("hydra/")}, **ROLES}
+
+
+def test_a_role_set_apart_is_named():
+    choices = {**DEFAULT_CHOICES, **ROLES, "chunker": "lumber", "llm@roles.chunker.llm": "vllm"}
+    name = run_name(choices, ["chunker=lumber", "llm@roles.chunker.llm=vllm", "roles.chunker.llm.model=m/x"])
+    assert name == "ohrbench/lumber/dense/budget llm@roles.chunker.llm=vllm roles.chunker.llm.model=m/x"
 
 
 def test_name_has_the_changed_groups_values_and_experiment_but_no_service_or_secret():
