@@ -28,6 +28,24 @@ from harness.secrets import mask_text
 from harness.types import ConfigError
 
 
+def map_on_server(fn, items: list, concurrency: int, error: type[Exception], who: str, base_url: str,
+                  served_model: str, max_retries: int, api_key: str | None, hint: str = "") -> list:
+    """``fn`` over ``items`` with at most ``concurrency`` requests in flight to an OpenAI-compatible
+    server (the client retries); a server that never answers, or answers an error, is one ``error``
+    line naming it (the LLM and the embeddings backend share this)."""
+    from openai import APIConnectionError, APIStatusError, APITimeoutError
+
+    try:
+        with ThreadPoolExecutor(max(1, min(concurrency, len(items)))) as pool:
+            return list(pool.map(fn, items))
+    except (APIConnectionError, APITimeoutError) as e:
+        raise error(f"{who}: no answer from {base_url} after {max_retries} retries ({type(e).__name__}). "
+                    f"Is the server running?{hint}") from e
+    except APIStatusError as e:  # a server may echo the key it was sent (401): masked, and not chained
+        raise error(mask_text(f"{who}: {base_url} answered {e.status_code} for model {served_model!r}: "
+                              f"{e.message}", {api_key})) from None
+
+
 class OpenAILLM(LLM):
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
                  served_model: str | None = None, tokenizer: str | None = None, dtype: str | None = None,
@@ -72,17 +90,8 @@ class OpenAILLM(LLM):
                               f"(set llm.tokenizer to a local folder or Hub id): {e}") from e
 
     def _map(self, fn, items: list) -> list:
-        from openai import APIConnectionError, APIStatusError, APITimeoutError
-
-        try:
-            with ThreadPoolExecutor(self.max_concurrency) as pool:
-                return list(pool.map(fn, items))
-        except (APIConnectionError, APITimeoutError) as e:
-            raise LLMError(f"llm=openai: no answer from {self.base_url} after {self.max_retries} retries "
-                           f"({type(e).__name__}). Is the server running? e.g. `vllm serve <model>`") from e
-        except APIStatusError as e:  # a server may echo the key it was sent (401): masked, and not chained
-            raise LLMError(mask_text(f"llm=openai: {self.base_url} answered {e.status_code} for model "
-                                     f"{self.served_model!r}: {e.message}", {self.api_key})) from None
+        return map_on_server(fn, items, self.max_concurrency, LLMError, "llm=openai", self.base_url,
+                             self.served_model, self.max_retries, self.api_key, " e.g. `vllm serve <model>`")
 
     def _sampling(self, s: Sampling, chat: bool = False) -> dict[str, Any]:
         out = dict(model=self.served_model, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,

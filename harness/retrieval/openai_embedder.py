@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 
 import numpy as np
 
 from harness.cache import Cache
+from harness.llm.openai_llm import map_on_server
 from harness.retrieval.embedders import SentenceTransformerEmbedder
-from harness.secrets import mask_text
 from harness.types import ConfigError
 
 
@@ -97,18 +96,9 @@ class OpenAIEmbedder(SentenceTransformerEmbedder):
 
     def _encode(self, texts: Sequence[str], normalize: bool = True) -> np.ndarray:
         """The server's vectors for ``texts``, in order (no cache: :meth:`encode` puts it in front)."""
-        from openai import APIConnectionError, APIStatusError, APITimeoutError
-
         batches = [list(texts[b:b + self.batch_size]) for b in range(0, len(texts), self.batch_size)]
-        try:
-            with ThreadPoolExecutor(min(self.max_concurrency, len(batches)) or 1) as pool:
-                parts = list(pool.map(self._request, batches))
-        except (APIConnectionError, APITimeoutError) as e:
-            raise EmbeddingError(f"embedder=openai: no answer from {self.base_url} after {self.max_retries} "
-                                 f"retries ({type(e).__name__}). Is the server running?") from e
-        except APIStatusError as e:  # a server may echo the key it was sent (401): masked, and not chained
-            raise EmbeddingError(mask_text(f"embedder=openai: {self.base_url} answered {e.status_code} for model "
-                                           f"{self.served_model!r}: {e.message}", {self._api_key})) from None
+        parts = map_on_server(self._request, batches, self.max_concurrency, EmbeddingError, "embedder=openai",
+                              self.base_url, self.served_model, self.max_retries, self._api_key)
         vecs = np.vstack(parts).astype(np.float32) if parts else np.zeros((0, 0), dtype=np.float32)
         if normalize and len(vecs):
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)

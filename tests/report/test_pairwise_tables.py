@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.tables import grid, pairwise, render, spec
+from harness.report.tables import checks, grid, pairwise, render, spec
 from harness.types import ConfigError
 from tests.conftest import ScriptedLLM
 from tests.report.test_judge import RUN_A, RUN_B, judge_reply
@@ -83,13 +83,13 @@ def test_bad_pairwise_blocks_name_the_problem(tmp_path, edit, message):
 
 def test_pairwise_paper_numbers_and_judge_are_validated(tmp_path):
     t = write_table(tmp_path, PAIRED, "row,column,value\nbm25,score/win@1.5,40\nbm25,round/tie@3,\n")
-    grid.validate(t, "smoke")  # the grid's points and the judge's llm compose and build (no weights load)
+    checks.validate(t, "smoke")  # the grid's points and the judge's llm compose and build (no weights load)
     bad = write_table(tmp_path / "b", PAIRED, "row,column,value\nbm25,score/draw@1.5,40\n")
     with pytest.raises(ConfigError, match="\\(bm25, score/draw@1.5\\), not in the layout"):
-        grid.validate(bad, "smoke")
+        checks.validate(bad, "smoke")
     judge = write_table(tmp_path / "c", PAIRED.replace("[llm=transformers, llm.batch_size=3]", "[llm=gpt5]"))
     with pytest.raises(ConfigError, match="pairwise.judge: .*llm/gpt5"):
-        grid.validate(judge, "smoke")
+        checks.validate(judge, "smoke")
 
 
 def test_the_judge_is_built_from_the_config_with_the_runs_cache(tmp_path):

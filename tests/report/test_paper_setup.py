@@ -98,7 +98,7 @@ def test_a_point_as_the_paper_declares_it_passes(tmp_path):
     assert result["lc|qasper"].status == "needs a model"   # right, but not downloaded here: a status
     assert "deepseek-ai/DeepSeek-R1-0528" in result["lc|qasper"].problems[0]
     assert result["fixed|qasper"].status == "ok" and not result["fixed|qasper"].findings
-    grid.validate(table(tmp_path / "b"), "full")
+    checks.validate(table(tmp_path / "b"), "full")
 
 
 def test_a_planted_wrong_model_fails_naming_the_row_and_the_role(tmp_path):
@@ -109,7 +109,7 @@ def test_a_planted_wrong_model_fails_naming_the_row_and_the_role(tmp_path):
     assert [f.line() for f in point.findings] == ["chunker.llm: runs Qwen/Qwen3-8B (dtype=auto), the paper "
                                                   "deepseek-ai/DeepSeek-R1-0528"]
     with pytest.raises(ConfigError, match=r"table demo/t1, lc\|qasper: chunker.llm: runs Qwen/Qwen3-8B"):
-        grid.validate(planted, "full")
+        checks.validate(planted, "full")
     # the same point with no role of its own falls back to the bundled CPU model: also a failure
     bundled = write_table(tmp_path / "b", BODY + PAPER)
     findings = by_key(checks.check_table(bundled, "full"))["lc|qasper"].findings

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from harness.report.tables import grid, render
+from harness.report.tables import checks, grid, render
 from harness.types import ConfigError
 from tests.conftest import ScriptedLLM
 from tests.report.test_tables import write_table
@@ -72,7 +72,7 @@ def test_series_spec_is_checked(tmp_path):
 def test_a_series_no_metric_records_fails_validation(tmp_path):
     t = write_table(tmp_path, FIGURE3.replace("series: rewrite_ppl_rewritten_chunks", "series: rewrite_ppl_after"))
     with pytest.raises(ConfigError, match="records the series rewrite_ppl_after"):
-        grid.validate(t, "smoke")
+        checks.validate(t, "smoke")
 
 
 @pytest.mark.slow
@@ -82,7 +82,7 @@ def test_per_chunk_perplexities_are_recorded_and_plotted_from_mlflow(tmp_path):
     from harness.report.tables import figure
 
     t = write_table(tmp_path, FIGURE3)
-    grid.validate(t, "smoke")
+    checks.validate(t, "smoke")
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     outcomes = grid.run_table(t, "smoke", [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"],
                               log=lambda *_: None)

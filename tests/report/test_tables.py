@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from harness.report.tables import grid, render, spec
+from harness.report.tables import checks, grid, render, spec
 from harness.types import ConfigError
 
 SHIPPED = spec.all_specs()
@@ -22,7 +22,7 @@ def test_paper_numbers_match_the_layout(table):
 @pytest.mark.slow
 @pytest.mark.parametrize("table", SHIPPED, ids=lambda t: t.id)
 def test_shipped_tables_validate(table):
-    grid.validate(table, "smoke")  # composes and builds every grid point's components
+    checks.validate(table, "smoke")  # composes and builds every grid point's components
 
 
 def write_table(tmp_path, body: str, numbers: str = "row,column,value\n"):
@@ -73,13 +73,13 @@ def test_bad_table_files_name_the_problem(tmp_path):
         write_table(tmp_path, DEMO + "colour: red\n")
     t = write_table(tmp_path / "b", DEMO.replace("chunker=sentence", "chunker=no_such_chunker"))
     with pytest.raises(ConfigError, match="sentence\\|paper_data"):
-        grid.validate(t, "smoke")
+        checks.validate(t, "smoke")
     t = write_table(tmp_path / "m", DEMO.replace("metric: evidence_recall", "metric: evidence_recal"))
     with pytest.raises(ConfigError, match="no metric of this run records evidence_recal "):
-        grid.validate(t, "smoke")
+        checks.validate(t, "smoke")
     t = write_table(tmp_path / "c", DEMO, "row,column,value\nfixed,paper_data/nope,1\n")
     with pytest.raises(ConfigError, match="not in the layout"):
-        grid.validate(t, "smoke")
+        checks.validate(t, "smoke")
     with pytest.raises(ConfigError, match="no table matches"):
         spec.select("hichunk/no_such_table")
 
@@ -225,10 +225,10 @@ def test_an_axis_may_read_its_own_run_metric(tmp_path):
     [col] = t.columns()
     assert col.metric.metric == "span_recall"  # the group's choice
     assert t.metric_name(t.rows[1], col) == "span_precision" and t.metric_name(t.rows[0], col) == "span_recall"
-    grid.validate(t, "smoke")  # both are keys the retrieval metrics record
+    checks.validate(t, "smoke")  # both are keys the retrieval metrics record
     bad = write_table(tmp_path / "b", body.replace("metrics: {erec: span_recall}", "metrics: {erec: no_such_key}"))
     with pytest.raises(ConfigError, match="records no_such_key"):
-        grid.validate(bad, "smoke")
+        checks.validate(bad, "smoke")
     with pytest.raises(ConfigError, match="not layout metrics"):
         write_table(tmp_path / "c", body.replace("metrics: {erec: span_recall}", "metrics: {f1: span_recall}"))
     with pytest.raises(ConfigError, match="keys are aggregate, label, metrics, missing, overrides, sweep"):
@@ -372,7 +372,7 @@ def test_grid_points_that_differ_in_values_share_one_hydra_composition(tmp_path,
     t = write_table(tmp_path, DEMO)
     monkeypatch.setattr(registry, "_compose_choices", functools.lru_cache(registry._compose_choices.__wrapped__))
     extra = [f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}"]
-    grid.validate(t, "smoke", extra)
+    checks.validate(t, "smoke", extra)
     points = [p for p in t.runs("smoke") if not p.skip]
     assert len(points) == 3 and registry._compose_choices.cache_info().misses == 2
     cfgs = [grid.compose(t, p, "smoke", extra) for p in points]

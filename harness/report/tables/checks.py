@@ -291,3 +291,17 @@ def explain_text(records: list[dict[str, Any]]) -> str:
         for line in r["findings"] + r["problems"]:
             lines.append(f"    ! {line}")
     return "\n".join(lines)
+
+
+def validate(spec: TableSpec, scale: str, extra: Sequence[str] = ()) -> None:
+    """Fails (ConfigError naming the table, grid point and problem) when a point does not compose
+    or build, records no metric the table needs, or (full scale) differs from the paper's declared
+    setup without a declared reason; paper numbers must be in the layout. Every point is checked
+    (:func:`check_table`); builds no model. ``extra``: the overrides
+    :func:`harness.report.tables.grid.run_table` will add, so each point is composed once for both."""
+    failed = check_table(spec, scale, extra).failed
+    if failed:
+        first = failed[0]
+        reason = first.problems[0] if first.problems else next(f.line() for f in first.findings if not f.declared)
+        more = f" (and {len(failed) - 1} more point(s))" if len(failed) > 1 else ""
+        raise ConfigError(f"table {spec.id}, {first.point.key}: {reason}{more}")

@@ -79,22 +79,6 @@ def paper_stds(spec: TableSpec) -> dict[tuple[str, str], float]:
     return {k: std for k, (_, std) in paper_rows(spec).items() if std is not None}
 
 
-def validate(spec: TableSpec, scale: str, extra: Sequence[str] = ()) -> None:
-    """Fails (ConfigError naming the table, grid point and problem) when a point does not compose
-    or build, records no metric the table needs, or (full scale) differs from the paper's declared
-    setup without a declared reason; paper numbers must be in the layout. Every point is checked
-    (:func:`harness.report.tables.checks.check_table`); builds no model. ``extra``: the overrides
-    :func:`run_table` will add, so each point is composed once for both."""
-    from harness.report.tables.checks import check_table
-
-    failed = check_table(spec, scale, extra).failed
-    if failed:
-        first = failed[0]
-        reason = first.problems[0] if first.problems else next(f.line() for f in first.findings if not f.declared)
-        more = f" (and {len(failed) - 1} more point(s))" if len(failed) > 1 else ""
-        raise ConfigError(f"table {spec.id}, {first.point.key}: {reason}{more}")
-
-
 def unavailable(e: Exception) -> str:
     """A failed point's one line: the error's own text, the first line of an OSError's (e.g. the
     Hub's "cannot find the requested files" for a model that is neither cached nor reachable)."""

@@ -354,7 +354,7 @@ def _x_axis(node: Any, where: str) -> XAxis | None:
 
 
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
-    """A table file, checked for its shape (names are checked by ``grid.validate``); its id is its
+    """A table file, checked for its shape (names are checked by ``checks.validate``); its id is its
     path under ``root`` without the suffix (``hichunk/table3``)."""
     table_id = path.relative_to(root).with_suffix("").as_posix()
     raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
