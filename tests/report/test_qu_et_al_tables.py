@@ -77,14 +77,26 @@ def test_smoke_scale_is_the_bundled_minilm_on_the_same_grid(t):
         assert {r.model for path, r in check.roles.items() if path.endswith("embedder")} == {"bundled"}
 
 
-def test_the_grids_are_the_papers_where_one_sweep_can_hold_them():
-    """App. B: Fixed-size 9 sizes x 2 overlaps; Breakpoint's percentile and gradient 10..90; single linkage
-    5 lambdas x 9 chunk counts; DBSCAN (Figure 3) 5 lambdas x 5 eps x 5 min_samples. Breakpoint's other
-    four threshold types and DBSCAN in the Clustering cell are declared deviations."""
+def test_the_full_grids_are_the_papers_and_the_smoke_grid_is_unchanged():
+    """App. B: Fixed-size 9 sizes x 2 overlaps; Breakpoint's 30 points, each threshold type with its own
+    five values (a union of sweeps); Clustering's single linkage 5 lambdas x 9 chunk counts and DBSCAN
+    5 lambdas x 5 eps x 5 min_samples. At smoke scale Breakpoint keeps percentile and gradient, Clustering
+    single linkage."""
     t = next(s for s in TABLES if s.id == "qu_et_al/table9")
-    per_row = Counter(p.row for p in t.runs("full") if p.group == "qasper")
-    assert per_row == {"fixed": 18, "breakpoint": 10, "clustering": 45}
-    deviations = {(e.get("key"), e.rows) for e in t.paper.entries if e.kind == "deviations"}
-    assert ("chunker.threshold_type", ("breakpoint",)) in deviations and ("chunker.method", ("clustering",)) in deviations
+    full = [p for p in t.runs("full") if p.group == "qasper"]
+    assert Counter(p.row for p in full) == {"fixed": 18, "breakpoint": 30, "clustering": 170}
+    types = Counter(o.split("=")[1] for p in full if p.row == "breakpoint"
+                    for o in p.overrides if o.startswith("chunker.threshold_type="))
+    assert types == {t: 5 for t in ("percentile", "gradient", "standard_deviation", "interquartile", "distance",
+                                    "gradient_absolute")}
+    amounts = {o for p in full if p.row == "breakpoint" and "chunker.threshold_type=gradient_absolute" in p.overrides
+               for o in p.overrides if o.startswith("chunker.threshold_amount=")}
+    assert amounts == {f"chunker.threshold_amount={v}" for v in (0.01, 0.05, 0.1, 0.15, 0.2)}
+    dbscan = [p for p in full if p.row == "clustering" and p.overrides[-4] == "chunker.method=dbscan"]
+    assert len(dbscan) == 125
+    smoke = [p for p in t.runs("smoke") if p.group == "qasper"]
+    assert Counter(p.row for p in smoke) == {"fixed": 18, "breakpoint": 10, "clustering": 45}
+    deviations = {e.get("key") for e in t.paper.entries if e.kind == "deviations"}
+    assert not deviations & {"chunker.threshold_type", "chunker.method"}
     fig3 = next(s for s in TABLES if s.id == "qu_et_al/figure3")
     assert len(fig3.runs("full")) == 125

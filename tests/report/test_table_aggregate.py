@@ -153,15 +153,35 @@ def test_a_scale_may_replace_a_rows_sweep(tmp_path):
     assert smoke == ["fixed|a", "sentence|a|chunker.size=50", "sentence|a|chunker.size=60"]
     full = [p.key for p in t.runs("full") if p.group == "a"]
     assert full == ["fixed|a|chunker.size=100", "fixed|a|chunker.size=200", "sentence|a"]
-    assert t.sweep(t.rows[0], "smoke") == () and t.sweep(t.rows[0], "full") == (("chunker.size", (100, 200)),)
+    assert t.sweep(t.rows[0], "smoke") == () and t.sweep(t.rows[0], "full") == ((("chunker.size", (100, 200)),),)
     assert "chunker.size=100" not in t.runs("smoke")[0].overrides
     # the renderer takes the cell's points at that scale: one run at smoke, a mean over two at full
     one = render.table_cells(t, "smoke", fake_runs({"fixed|a": {"doc_f1_at_1": 0.3}}))[("fixed", "a/f1")]
     assert (one.ours, one.n_runs) == (pytest.approx(30.0), 1)
 
 
+UNION = AVERAGED.replace("SELECT", "best").replace(
+    "sweep: {chunker.size: [100, 200]}",
+    "sweep: [{chunker.size: [100, 200]}, {chunker.size: [200], chunker.overlap: [0, 10]}, {chunker.size: [100]}]")
+
+
+def test_a_list_of_sweeps_runs_the_union_of_their_grids(tmp_path):
+    """Each mapping is a Cartesian product of its own parameters; a point two products share runs once."""
+    t = write_table(tmp_path, UNION)
+    assert [p.key for p in t.runs("full") if p.row == "fixed" and p.group == "a"] == [
+        "fixed|a|chunker.size=100", "fixed|a|chunker.size=200",
+        "fixed|a|chunker.size=200|chunker.overlap=0", "fixed|a|chunker.size=200|chunker.overlap=10"]
+    best = render.table_cells(t, "full", fake_runs({
+        "fixed|a|chunker.size=100": {"doc_f1_at_1": 0.1}, "fixed|a|chunker.size=200": {"doc_f1_at_1": 0.2},
+        "fixed|a|chunker.size=200|chunker.overlap=0": {"doc_f1_at_1": 0.4},
+        "fixed|a|chunker.size=200|chunker.overlap=10": {"doc_f1_at_1": 0.3}}))[("fixed", "a/f1")]
+    assert (best.ours, best.n_runs, best.chosen) == (pytest.approx(40.0), 4, "chunker.size=200|chunker.overlap=0")
+
+
 @pytest.mark.parametrize("scale, match", [
     ("    rows:\n      fixed: {sweep: {chunker.size: 100}}\n", "must map a parameter to its values"),
+    ("    rows:\n      fixed: {sweep: [{chunker.size: [1]}, {}]}\n", r"sweep\[1\]: must map a parameter"),
+    ("    rows:\n      fixed: {sweep: [{chunker.size: []}]}\n", r"sweep\[0\]: must map a parameter"),
     ("    rows:\n      nope: {sweep: {}}\n", "'nope' is not one of the table's rows"),
     ("    rows:\n      fixed: {swep: {}}\n", "keys are add, label, overrides, sweep"),
     ("    groups:\n      a: {sweep: {chunker.size: [1]}}\n", "keys are add, label, overrides"),

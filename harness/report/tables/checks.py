@@ -64,7 +64,7 @@ class TableCheck:
         head = ", ".join(f"{counts[s]} {s}" for s in ORDER if counts[s])
         lines = [f"[{self.spec.id}] {len(self.points)} point(s) at {self.scale} scale: {head or 'none'}"]
         for status in ORDER[:5]:
-            reasons = Counter(r for p in self.points if p.status == status for r in _reasons(p, status))
+            reasons = Counter(r for p in self.points if p.status == status for r in set(_reasons(p, status)))  # points, not roles
             for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
                 lines.append(f"    {status}: {reason}" + (f" ({n} points)" if n > 1 else f" ({_first(self, status, reason)})"))
         return lines

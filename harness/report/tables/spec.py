@@ -3,7 +3,9 @@
 A table is a grid of runs: every row (a method, or a dataset) crossed with every column group
 (a dataset, or a method), each a list of Hydra overrides on top of the table's ``shared`` ones;
 a row may also ``sweep`` a parameter (LGMGC's chunk sizes), and its cells are then the mean and
-standard deviation over the sweep's runs. Inside a group, one column per entry of ``metrics``
+standard deviation over the sweep's runs. A sweep maps parameters to their values and runs their
+Cartesian product; a list of such mappings runs the union of their products (a grid whose parts
+sweep different parameters: Qu et al.'s six Breakpoint threshold types, each with its own values). Inside a group, one column per entry of ``metrics``
 (the run's metric, an optional ``factor``, e.g. 100 for percentages). ``numbers`` is the CSV of
 the paper's published values (``row,column,value``, columns named ``<group>/<metric key>``).
 
@@ -60,7 +62,7 @@ The paper's numbers file may carry the paper's ± beside each value: a fourth co
 paper's value.
 
     title: ...            source: ...          numbers: results/papers/<paper>/<table>.csv
-    shared: [overrides]   rows: {key: {label, overrides, sweep: {param: [values]}}}
+    shared: [overrides]   rows: {key: {label, overrides, sweep: {param: [values]} | [{param: [values]}, ...]}}
     groups: {key: {label, overrides, missing, metrics: {key: run metric}, aggregate: {mean_of: [groups]}}}
     metrics: {key: {metric, label, factor, digits}}
     x: {param, label, values: [...], names: [...]}     sweep_select: mean | best | best_group
@@ -99,12 +101,17 @@ KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "sc
         "select_by", "spread", "correlation", "series", "pairwise", "paper"}
 
 
+# A sweep: the union of Cartesian products, each a tuple of (parameter, its values).
+Product = tuple[tuple[str, tuple[Any, ...]], ...]
+Sweep = tuple[Product, ...]
+
+
 @dataclass(frozen=True)
 class Axis:
     key: str
     label: str
     overrides: tuple[str, ...]
-    sweep: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    sweep: Sweep = ()
     missing: str | None = None   # not built yet: never run, the cells say why
     metrics: tuple[tuple[str, str], ...] = ()   # the axis's own run metric for a layout key
     aggregate: tuple[str, ...] = ()   # a computed group: the mean of these groups' cells (no run of its own)
@@ -242,7 +249,7 @@ class TableSpec:
         """The run metric of a cell: the row's own for the column's layout key, else the column's."""
         return dict(row.metrics).get(col.metric.key, col.metric.metric)
 
-    def sweep(self, row: Axis, scale: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    def sweep(self, row: Axis, scale: str) -> Sweep:
         """The row's sweep at ``scale``: the scale's own (``scale.<s>.rows.<row>.sweep``) or the row's."""
         at = self.at(scale, "rows", row.key)
         return _sweep(at["sweep"]) if "sweep" in at else row.sweep
@@ -263,25 +270,41 @@ class TableSpec:
             skip = skips.get(f"{row.key}/{group.key}") or skips.get(row.key) or skips.get(group.key)
             base = (*self.shared, *at.get("shared", ()), *self.overrides(row, "rows", scale),
                     *self.overrides(group, "groups", scale))
-            sweep = self.sweep(row, scale)
-            names = [name for name, _ in sweep]
+            points = sweep_points(self.sweep(row, scale))
             xs = [(show(v), (self.x.point(v),)) for v in self.x.values] if self.x else [(None, ())]
             for x, x_point in xs:
                 why = skip or (skips.get(x_point[0]) if x_point else None)
-                for values in itertools.product(*(vals for _, vals in sweep)) if sweep else [()]:
-                    point = (*x_point, *(f"{n}={v}" for n, v in zip(names, values)))
+                for swept in points:
+                    point = (*x_point, *swept)
                     key = "|".join((row.key, group.key, *point))
                     out.append(GridRun(key, row.key, group.key, (*base, *point), why, x))
         return out
 
 
-def _sweep(node: Any, where: str = "sweep") -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    if node is None:
+def sweep_points(sweep: Sweep) -> list[tuple[str, ...]]:
+    """A sweep's points as override lists, each product in turn, a point that two products share once."""
+    out: dict[tuple[str, ...], None] = {}
+    for product in sweep:
+        names = [name for name, _ in product]
+        for values in itertools.product(*(vals for _, vals in product)):
+            out.setdefault(tuple(f"{n}={v}" for n, v in zip(names, values)))
+    return list(out) or [()]
+
+
+def _sweep(node: Any, where: str = "sweep") -> Sweep:
+    if node is None or node == {}:
         return ()
-    if not isinstance(node, dict) or any(isinstance(v, (str, dict)) or not hasattr(v, "__iter__")
-                                         for v in node.values()):
-        raise ConfigError(f"{where}: must map a parameter to its values ({{chunker.size: [200, 300]}}), got {node!r}")
-    return tuple((str(p), tuple(v)) for p, v in node.items())
+    products = node if isinstance(node, (list, tuple)) else [node]
+    out = []
+    for i, product in enumerate(products):
+        here = f"{where}[{i}]" if isinstance(node, (list, tuple)) else where
+        if (not isinstance(product, dict) or not product
+                or any(isinstance(v, (str, dict)) or not hasattr(v, "__iter__") or not len(v)
+                       for v in product.values())):
+            raise ConfigError(f"{here}: must map a parameter to its values ({{chunker.size: [200, 300]}}; a list of "
+                              f"such mappings for a union of grids), got {product!r}")
+        out.append(tuple((str(p), tuple(v)) for p, v in product.items()))
+    return tuple(out)
 
 
 def _aggregate(node: Any, where: str) -> tuple[str, ...]:
