@@ -7,6 +7,7 @@ have to recover offsets with ``str.find`` (which is wrong on repeated text).
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -21,6 +22,17 @@ _LEXICAL = re.compile(r"\w+", re.UNICODE)
 _WORD_CHAR = re.compile(r"\w")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_SENTENCE_END = re.compile(r"[。！？]+(?=[\u3400-\u9fff])")
+
+
+_PUNCT = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(s: str) -> str:
+    """LongBench's and SQuAD's answer normalisation: lower case, punctuation and English
+    articles removed, whitespace collapsed."""
+    s = "".join(ch for ch in s.lower() if ch not in _PUNCT)
+    return " ".join(_ARTICLES.sub(" ", s).split())
 
 
 def trim_span(text: str, start: int, end: int) -> tuple[int, int]:

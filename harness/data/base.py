@@ -64,11 +64,12 @@ import inspect
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from harness import hub
 from harness.data.sampling import check_limit, check_seed, take
 from harness.types import ConfigError, Document, Query
 
@@ -303,13 +304,17 @@ class DatasetLoader(ABC):
 
     def hub_rows(self, problem: str, *args: Any, **kwargs: Any) -> list[Any]:
         """``datasets.load_dataset(*args, **kwargs)`` as a list of rows; any failure (offline,
-        gated, renamed) is ``unavailable(f"{problem} (<error>)")``."""
+        gated, renamed) is ``unavailable(f"{problem} (<error>)")``. With the Hub unreachable
+        (:func:`harness.hub.reachable`) only the local cache is read, so that fails at once."""
         import datasets  # looked up at call time, so tests can stand in for the Hub
 
+        online = hub.reachable()
         try:
-            table = datasets.load_dataset(*args, **kwargs)
+            with nullcontext() if online else hub.offline():
+                table = datasets.load_dataset(*args, **kwargs)
         except Exception as e:  # offline, gated, renamed: all end the same way for the user
-            raise self.unavailable(f"{problem} ({type(e).__name__}: {e})") from e
+            where = "" if online else f"the Hub ({hub.endpoint()}) is unreachable and this is not in the local cache; "
+            raise self.unavailable(f"{problem} ({where}{type(e).__name__}: {e})") from e
         return table.to_list() if hasattr(table, "to_list") else list(table)
 
 

@@ -18,7 +18,8 @@ One row is one Document (its ``context``) and one Query (its ``input``); both ar
 dureader when the row has none); ``length``, ``dataset``, ``all_classes`` and ``answer_prefix``
 are kept in meta. LongBench marks no evidence, so queries have none (``evidence_total`` 0 in the
 report); HiChunk scores retrieval on it by whether the answer strings appear in the retrieved
-context, and ``queries_answer_in_context`` counts the rows where that is possible at all.
+context, and ``queries_answer_in_context`` counts the rows where that is possible at all, with
+the metric's normalisation (``queries_answer_in_context_verbatim``: the raw substring).
 
 Structure: contexts are flat text, except that the multi-document subsets (hotpotqa, 2wikimqa,
 musique, dureader) concatenate numbered passages, each starting on a line with "Passage N:"
@@ -44,6 +45,7 @@ from typing import Any
 from harness.data.align import AlignmentReport
 from harness.data.base import DatasetLoader, Read, mean
 from harness.data.rows import RowFields, json_lines, read_rows
+from harness.text import normalize_answer
 from harness.types import ConfigError, Document, Query, Section
 
 HUB_ID = "THUDM/LongBench"
@@ -105,7 +107,7 @@ class LongBench(DatasetLoader):
     passage sections of the multi-document subsets off.
     """
 
-    version = 2
+    version = 3
     sources = ("hub", "path")
     default_source = "hub"
 
@@ -237,7 +239,7 @@ class LongBench(DatasetLoader):
         rows = self._all_rows()
         counters = {"docs_skipped_empty": 0, "queries_skipped_empty_doc": 0,
                     "docs_with_passage_sections": 0, "docs_passages_unreliable": 0,
-                    "queries_answer_in_context": 0}
+                    "queries_answer_in_context": 0, "queries_answer_in_context_verbatim": 0}
         candidates = []
         for row in rows:
             if row["context"].strip():
@@ -253,8 +255,12 @@ class LongBench(DatasetLoader):
         documents = [self._document(r["meta"]["subset"], r, counters) for r in limited]
         queries = []
         for r in limited:
-            counters["queries_answer_in_context"] += any(a and a in r["context"]
-                                                         for a in r["answers"])
+            # as evidence_recall looks answers up (normalised alike: "fan club." is in "... fan club,"),
+            # and verbatim
+            context = normalize_answer(r["context"])
+            counters["queries_answer_in_context"] += any(
+                a and normalize_answer(a) in context for a in r["answers"])
+            counters["queries_answer_in_context_verbatim"] += any(a and a in r["context"] for a in r["answers"])
             queries.append(Query(qid=r["key"], question=r["question"], answers=r["answers"],
                                  doc_ids=(r["key"],), task=r["meta"]["subset"],
                                  meta={**r["meta"], "language": r["language"]}))

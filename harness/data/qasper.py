@@ -32,6 +32,13 @@ the rule ``hicbench.header_sections`` applies to HiChunk's files, so both loader
 same sections for the same paper. Title and abstract come before the first header and belong to
 no section (their spans are in the document's meta). A subsection whose parent has no entry of
 its own gets no invented parent header, as in HiChunk; it is counted (``sections_missing_parent``).
+The raw files lack such entries (1912.01214 lists "Experiments ::: Setup" but no "Experiments"),
+and "#" levels alone would then nest "Setup" in the section before ("# Approach", 64% of that
+paper). A section therefore ends where a header outside its path begins: starts and levels, and
+so HiChunk's gold chunk points, are the "#" rule's; only such a section's end is earlier than
+``hicbench.header_sections`` reads it. ``missing_parents=infer`` also adds the missing parent as a
+section (no header line in the text) from its first child to its last descendant, for code that
+walks the tree; it adds a chunk point HiChunk's gold does not have.
 A newline inside a section name is written as a space, so a header stays one line.
 
 Queries: one per question, ``qid`` = ``question_id``. ``answers``: one string per annotator, read
@@ -69,6 +76,7 @@ SPLITS = ("train", "validation", "test")
 _FILE_STEMS = {"train": ("train",), "validation": ("validation", "dev"), "test": ("test",)}
 _ROW_SUFFIXES = (".parquet", ".jsonl", ".json")
 PATH_SEPARATOR = ":::"
+MISSING_PARENTS = ("none", "infer")
 FLOAT_PREFIX = "FLOAT SELECTED"
 ANSWER_TYPES = ("extractive", "abstractive", "boolean", "none")
 
@@ -102,14 +110,14 @@ class Qasper(DatasetLoader):
     set. ``fuzzy_min_score`` (0-100, None = off) is the fuzzy matcher's threshold.
     """
 
-    version = 3
+    version = 4
     sources = ("hub", "path")
     default_source = "hub"
 
     def __init__(self, path: str | Path | None = None, split: str = "test", name: str = "qasper",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  seed: int | None = None, drop_unanswerable: bool = False,
-                 require_evidence: bool = False,
+                 require_evidence: bool = False, missing_parents: str = "none",
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE, hub_id: str = HUB_ID,
                  hub_config: str | None = HUB_CONFIG, revision: str | None = None,
                  source: str | None = None):
@@ -119,6 +127,10 @@ class Qasper(DatasetLoader):
         self.split = split
         self.drop_unanswerable = bool(drop_unanswerable)
         self.require_evidence = bool(require_evidence)
+        if missing_parents not in MISSING_PARENTS:
+            raise ConfigError(f"dataset.missing_parents must be one of {', '.join(MISSING_PARENTS)}, "
+                              f"got {missing_parents!r}")
+        self.missing_parents = missing_parents
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.hub_id, self.hub_config, self.revision = hub_id, hub_config, revision
         self.set_source(source, path, hub_id)
@@ -247,7 +259,8 @@ class Qasper(DatasetLoader):
                 "annotations": annotations}
 
     @staticmethod
-    def _document(paper: dict[str, Any], split: str, counters: dict[str, int]) -> Document:
+    def _document(paper: dict[str, Any], split: str, counters: dict[str, int],
+                  missing_parents: str = "none") -> Document:
         """The paper in HiChunk's qasper_all layout (module docstring) with its header sections."""
         title, abstract = paper["title"], paper["abstract"]
         parts = [title, "\n", abstract]
@@ -265,16 +278,28 @@ class Qasper(DatasetLoader):
             parts.append(piece)
             pos += len(piece)
         text = "".join(parts)
-        sections, open_paths = [], []  # open_paths: the section paths enclosing this header
+        def end_of(i: int, path: list[str]) -> int:
+            # a section ends where a header outside its path begins: a sibling, an ancestor's
+            # sibling, or a subsection of a parent that has no entry ("Experiments ::: Setup"
+            # after "# Approach"), which "#" levels alone would nest in the section before
+            start, depth = heads[i][0], len(path)
+            stop = next((s - 1 for s, p in heads[i + 1:] if p[:depth] != path), len(text))
+            return start + len(text[start:stop].rstrip())
+
+        sections, open_paths, inferred = [], [], set()  # open_paths: the paths enclosing this header
         for i, (start, path) in enumerate(heads):
             level = len(path)
-            end = next((s - 1 for s, p in heads[i + 1:] if len(p) <= level), len(text))
-            end = start + len(text[start:end].rstrip())
-            sections.append(Section(start, end, level, path[-1]))
-            while open_paths and len(open_paths[-1]) >= level:
+            while open_paths and (len(open_paths[-1]) >= level or open_paths[-1] != path[:len(open_paths[-1])]):
                 open_paths.pop()
-            if level > 1 and (not open_paths or open_paths[-1] != path[:-1]):
+            known = len(open_paths[-1]) if open_paths else 0
+            if level > 1 and (known < level - 1 or tuple(path[:-1]) in inferred):
                 counters["sections_missing_parent"] += 1
+            if missing_parents == "infer":  # the parents with no entry, from the child's path
+                for depth in range(known + 1, level):
+                    sections.append(Section(start, end_of(i, path[:depth]), depth, path[depth - 1]))
+                    open_paths.append(path[:depth])
+                    inferred.add(tuple(path[:depth]))
+            sections.append(Section(start, end_of(i, path), level, path[-1]))
             open_paths.append(path)
         header_starts = {s for s, _ in heads}
         offset = 0
@@ -322,7 +347,7 @@ class Qasper(DatasetLoader):
             else:
                 candidates.append(paper)
         kept_papers = self.keep_docs(candidates)
-        documents = [self._document(p, self.split, counters) for p in kept_papers]
+        documents = [self._document(p, self.split, counters, self.missing_parents) for p in kept_papers]
         by_id = {d.doc_id: d for d in documents}
 
         questions = self.on_kept_docs([(p["id"], q) for p in candidates for q in p["questions"]],
@@ -391,7 +416,7 @@ class Qasper(DatasetLoader):
             where = {"files": [str(p.relative_to(self.path)) if p != self.path else p.name
                                for p in self._files()]}
         return {"split": self.split, "drop_unanswerable": self.drop_unanswerable,
-                "require_evidence": self.require_evidence,
+                "require_evidence": self.require_evidence, "missing_parents": self.missing_parents,
                 "fuzzy_min_score": self.fuzzy_min_score, **where}
 
     def source_files(self) -> list[Path]:

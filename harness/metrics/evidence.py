@@ -40,16 +40,12 @@ and a query without evidence is NaN.
 from __future__ import annotations
 
 import math
-import re
-import string
 from collections.abc import Sequence
 
 from harness.metrics.base import QueryEval, QueryMetric
-from harness.text import punkt, require_punkt
+from harness.text import normalize_answer, punkt, require_punkt
 from harness.types import ConfigError
 
-_PUNCT = set(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 UNITS = ("auto", "evidence", "sentences", "answers")
 CONTEXTS = ("joined_sentences", "as_is")
 NO_EVIDENCE = ("zero", "nan")
@@ -59,11 +55,6 @@ _HICHUNK_FILES = {"HiCBench": "evidence", "OHRBench_sub": "evidence", "GutenQA":
 # ChunkBench's loaders of the same data, by ``_target_``.
 _LOADERS = {"harness.data.qasper.Qasper": "sentences", "harness.data.longbench.LongBench": "answers"}
 _HICHUNK_LAYOUT = "harness.data.hicbench.HiChunkLayout"
-
-
-def normalize_answer(s: str) -> str:
-    s = "".join(ch for ch in s.lower() if ch not in _PUNCT)
-    return " ".join(_ARTICLES.sub(" ", s).split())
 
 
 def auto_unit(dataset: str | None, subset: str | None = None) -> str:
@@ -105,6 +96,8 @@ class EvidenceRecall(QueryMetric):
 
     def __init__(self, unit: str = "auto", dataset: str | None = None, subset: str | None = None,
                  context: str = "joined_sentences", no_evidence: str = "zero"):
+        if isinstance(no_evidence, float) and math.isnan(no_evidence):
+            no_evidence = "nan"  # Hydra reads an unquoted no_evidence=nan as the float
         for name, value, valid in (("unit", unit, UNITS), ("context", context, CONTEXTS),
                                    ("no_evidence", no_evidence, NO_EVIDENCE)):
             if value not in valid:

@@ -44,20 +44,14 @@ from harness.metrics.answers import answer_inputs, nan_scores
 from harness.metrics.base import QueryEval, QueryMetric
 from harness.metrics.rouge_l import rouge_l_py, rouge_l_py_zh
 from harness.metrics.tokenizers import check_choice, jieba_tokens
+from harness.text import normalize_answer  # LongBench's English normalisation (SQuAD's)
 from harness.types import ConfigError
 
 EN_PUNCTUATION = frozenset(string.punctuation)
 # LongBench's Chinese punctuation list (note: it has "》" but not "《").
 ZH_PUNCTUATION = frozenset(EN_PUNCTUATION | set(
     "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏."))
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NUMBER = re.compile(r"\d+")
-
-
-def normalize_answer(s: str) -> str:
-    """LongBench's English normalisation (SQuAD's)."""
-    s = "".join(ch for ch in s.lower() if ch not in EN_PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", s).split())
 
 
 def normalize_zh_answer(s: str) -> str:

@@ -3,7 +3,11 @@
 ``topk``: the k best chunks. ``budget``: ranked chunks are added until the next one
 would pass the budget, as the papers do (4096 tokens in HiChunk, 1500 words in LGMGC,
 1424 tokens in QChunker); ``overflow=truncate`` instead cuts that chunk to fill the
-budget exactly. Chunk order in the context is rank order.
+budget exactly. Chunk order in the context is rank order (the papers'); ``order=document`` puts
+the picked chunks in document order instead (by document, then start), so text that runs over a
+chunk boundary reads on in the context when both chunks are picked, as a whole-string look-up
+(``evidence_recall``, ``evidence_span_recall``) needs: in rank order such evidence is split by
+other chunks and missed even with every chunk retrieved.
 
 Every assembler reads the ranking resolved once by :func:`harness.hierarchy.rank` (views
 to their content chunk, ``expand`` applied, contained chunks skipped; see that module) and
@@ -22,13 +26,16 @@ from harness.llm.tokens import tokenizer_for
 from harness.types import Chunk, ConfigError, Context, Ranking, Retrieved
 
 OVERFLOW = ("stop", "truncate")
+ORDERS = ("rank", "document")
 
 
 class Assembler(ABC):
     def __init__(self, unit: str = "tokens", tokenizer: str = "bundled", separator: str = "\n\n",
-                 expand: str = "none"):
+                 expand: str = "none", order: str = "rank"):
+        if order not in ORDERS:
+            raise ConfigError(f"context.order must be one of {', '.join(ORDERS)}; got {order!r}")
         self.tokenizer = tokenizer_for(unit, tokenizer)
-        self.separator, self.expand = separator, check_expand(expand)
+        self.separator, self.expand, self.order = separator, check_expand(expand), order
         self._sizes: dict[str, int] = {}  # chunk id -> size; chunks recur across queries
 
     def size(self, chunk: Chunk) -> int:
@@ -47,7 +54,9 @@ class Assembler(ABC):
         """The context from the resolved ranking."""
 
     def _context(self, qid: str, picked: list[tuple[Chunk, int]], merges: int = 0) -> Context:
-        """``picked``: (chunk, characters of its text kept from the start)."""
+        """``picked``: (chunk, characters of its text kept from the start), in rank order."""
+        if self.order == "document":
+            picked = sorted(picked, key=lambda p: (p[0].doc_id, p[0].start))
         texts = [c.text[:n] for c, n in picked]
         spans = tuple(s for c, n in picked for s in c.spans_upto(n))
         n_tokens = sum(self.size(c) if n == len(c.text) else self.tokenizer.count(c.text[:n]) for c, n in picked)
@@ -78,9 +87,9 @@ class TopKAssembler(Assembler):
     context is about as long as k sections (``context=atomic_plus``)."""
 
     def __init__(self, k: float = 5, unit: str = "tokens", tokenizer: str = "bundled", separator: str = "\n\n",
-                 expand: str = "none", seed: int = 0, k_factor: int = 1):
+                 expand: str = "none", seed: int = 0, k_factor: int = 1, order: str = "rank"):
         self.k, self.k_factor = check_k(k), check_k_factor(k_factor)
-        super().__init__(unit, tokenizer, separator, expand)
+        super().__init__(unit, tokenizer, separator, expand, order)
         self.seed = seed
 
     def build(self, ranking: Ranking, chunks: Mapping[str, Chunk]) -> Context:
@@ -90,9 +99,9 @@ class TopKAssembler(Assembler):
 
 class TokenBudgetAssembler(Assembler):
     def __init__(self, budget: int = 4096, unit: str = "tokens", tokenizer: str = "bundled",
-                 overflow: str = "stop", separator: str = "\n\n", expand: str = "none"):
+                 overflow: str = "stop", separator: str = "\n\n", expand: str = "none", order: str = "rank"):
         self.budget, self.overflow = check_budget(budget, overflow)
-        super().__init__(unit, tokenizer, separator, expand)
+        super().__init__(unit, tokenizer, separator, expand, order)
 
     def build(self, ranking: Ranking, chunks: Mapping[str, Chunk]) -> Context:
         return self.fill(ranking.qid, [chunks[c] for c in ranking.chunk_ids], self.budget, self.overflow)

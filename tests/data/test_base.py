@@ -186,6 +186,9 @@ def test_unavailable_says_how_to_get_the_data(monkeypatch):
         def to_list(self):
             return [{"a": 1}]
 
+    from harness import hub
+
+    monkeypatch.setattr(hub, "reachable", lambda: True)
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **kw: Table())
     assert Hub().hub_rows("could not load x", "repo/x", split="train") == [{"a": 1}]
 
@@ -196,6 +199,30 @@ def test_unavailable_says_how_to_get_the_data(monkeypatch):
     with pytest.raises(ConfigError, match=r"could not load x \(ConnectionError: no network\)\. "
                                           r"Download it from X"):
         Hub().hub_rows("could not load x", "repo/x")
+
+
+def test_an_unreachable_hub_reads_only_the_local_cache_and_says_so(monkeypatch):
+    """No retries against a Hub that is not there: the libraries' offline switches are on for the
+    call (a cached dataset still loads), off again after it."""
+    import datasets
+    import huggingface_hub.constants as hub_constants
+
+    from harness import hub
+
+    seen = []
+
+    def cached_only(*a, **kw):
+        seen.append((datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE))
+        raise ConnectionError("Couldn't reach 'repo/x' on the Hub (OfflineModeIsEnabled)")
+
+    before = datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE
+    monkeypatch.setattr(hub, "reachable", lambda: False)
+    monkeypatch.setattr(datasets, "load_dataset", cached_only)
+    with pytest.raises(ConfigError, match=r"could not load x \(the Hub \(https://.+\) is unreachable and this "
+                                          r"is not in the local cache; ConnectionError"):
+        Toy().hub_rows("could not load x", "repo/x")
+    assert seen == [(True, True)]
+    assert (datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE) == before
 
 
 def test_small_helpers():

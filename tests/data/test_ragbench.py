@@ -216,12 +216,12 @@ def test_limits_and_seeded_sampling():
     assert len(picks) > 1
 
 
-def _broken(tmp_path, edit, subset="expertqa"):
+def _broken(tmp_path, edit, subset="expertqa", **kwargs):
     rows = _rows(subset)
     edit(rows)
     _write(tmp_path, subset, rows)
     with pytest.raises(DataError) as e:
-        RAGBench(tmp_path, subset=subset, name="rb").load()
+        RAGBench(tmp_path, subset=subset, name="rb", **kwargs).load()
     return e.value
 
 
@@ -234,8 +234,11 @@ def test_malformed_rows_name_dataset_row_and_field(tmp_path):
     assert (e.row, e.field) == ("expertqa/1001", "documents_sentences[1][0]")
     e = _broken(tmp_path, lambda rows: rows[2].__setitem__("all_relevant_sentence_keys", "0b"))
     assert (e.row, e.field) == ("expertqa/1003", "all_relevant_sentence_keys")
-    e = _broken(tmp_path, lambda rows: rows[2].__setitem__("id", "1001"))
+    e = _broken(tmp_path, lambda rows: rows[2].__setitem__("id", "1001"), duplicate_ids="error")
     assert (e.row, e.field) == ("expertqa/1001", "id") and "duplicate" in str(e)
+    # merging two rows' labels needs the same passages: other passages are refused, naming the row
+    e = _broken(tmp_path, lambda rows: rows[2].__setitem__("id", "1001"), duplicate_ids="union")
+    assert (e.row, e.field) == ("expertqa/1001", "documents")
     e = _broken(tmp_path, lambda rows: rows[0].pop("id"))
     assert (e.row, e.field) == ("test.jsonl line 1", "id")
     e = _broken(tmp_path, lambda rows: rows[1]["documents"].__setitem__(1, 7))

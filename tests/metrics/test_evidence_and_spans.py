@@ -189,6 +189,14 @@ def test_evidence_recall_config_picks_the_unit_of_the_run_data_set(make_cfg):
         assert build_component(cfg.metrics.evidence_recall, "metrics.evidence_recall").unit == unit, dataset
 
 
+def test_no_evidence_nan_from_the_command_line(make_cfg):
+    """Hydra reads an unquoted ``no_evidence=nan`` as the float NaN: it means the option "nan"."""
+    from harness.pipeline.components import build_component
+
+    cfg = make_cfg("metrics.evidence_recall.no_evidence=nan")
+    assert build_component(cfg.metrics.evidence_recall, "metrics.evidence_recall").no_evidence == "nan"
+
+
 def test_evidence_recall_bad_options_name_the_parameter():
     with pytest.raises(ConfigError, match="unit must be one of auto, evidence, sentences, answers"):
         EvidenceRecall(unit="paragraphs")
