@@ -43,23 +43,35 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     table's grid points that differ only in values (431 smoke points, 93 sets of choices) share it.
     The second step is Hydra's own, on a copy: the same result, errors and all."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    def first_step(o) -> bool:
-        # a sweep, a package or anything of Hydra's own goes there too, which refuses or places
-        # it exactly as a single composition would
-        return (o.is_sweep_override() or o.package is not None or o.key_or_group in _groups()
-                or o.key_or_group.split(".")[0].split("/")[0] == "hydra")
-
-    first, values = [], []
-    for o in OverridesParser.create().parse_overrides(list(overrides)):
-        (first if first_step(o) else values).append(o)
+    first, values = _split(overrides)
     cfg = copy.deepcopy(_compose_choices(tuple(o.input_line for o in first)))
     ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
     return cfg
 
 
-@lru_cache(maxsize=128)
+def first_step(overrides: Sequence[str]) -> tuple[str, ...]:
+    """The overrides Hydra's first step composes (the group choices): configs whose first steps
+    are equal share one composition."""
+    return tuple(o.input_line for o in _split(overrides)[0])
+
+
+def _split(overrides: Sequence[str]):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    def first(o) -> bool:
+        # a sweep, a package or anything of Hydra's own goes there too, which refuses or places
+        # it exactly as a single composition would
+        return (o.is_sweep_override() or o.package is not None or o.key_or_group in _groups()
+                or o.key_or_group.split(".")[0].split("/")[0] == "hydra")
+
+    firsts, values = [], []
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        (firsts if first(o) else values).append(o)
+    return firsts, values
+
+
+@lru_cache(maxsize=512)   # every table's sets of choices at full scale (254) fit: none is composed twice
 def _compose_choices(overrides: tuple[str, ...]) -> DictConfig:
     """A Hydra composition; callers get copies (:func:`compose`), never this object."""
     from hydra import compose as hydra_compose
@@ -81,9 +93,10 @@ def llm_overrides(choice: str, settings: Sequence[str] = ()) -> list[str]:
 
 def groups() -> list[str]:
     """Every config group: each folder holding config files, nested ones as ``a/b``; not the
-    paper tables (``configs/tables``), which are files of the table runner, not of Hydra."""
+    paper tables (``configs/tables``) nor the hardware files of ``tables plan``
+    (``configs/hardware``), which are files of the table tools, not of Hydra."""
     return sorted({p.parent.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml")
-                   if p.relative_to(CONFIGS).parts[0] != "tables"} - {"."})
+                   if p.relative_to(CONFIGS).parts[0] not in ("tables", "hardware")} - {"."})
 
 
 def choices(group: str) -> list[str]:

@@ -1,0 +1,406 @@
+"""``tables plan``: what running the papers' tables costs, counted before anything runs.
+
+Per table and in total: grid points, SLURM jobs, the stages that run once for the points that
+share them, the tokens each model role prefills, decodes and embeds, and GPU-hours from a
+hardware file's cited throughput (:mod:`.hardware`). Every number is an estimate from counted
+work and published (or calibrated) throughput, and is printed as one.
+
+Composing all 7,600 full-scale points takes minutes, so a point is composed once per distinct
+set of its table's row and group overrides (680 at full scale), and its sweep and x-axis values
+(``chunker.size=300``) are set into the resolved config slices of that composition. That is what
+Hydra does with a value override too (registry.compose: the defaults list once per set of group
+choices, then values set on a copy), so the slices are the same, except where another key
+interpolates the swept one: such a point is composed on its own. The model roles are the
+composition's (a sweep sets chunker parameters, not model nodes; a point whose sweep touches a
+role's node is composed on its own too).
+
+Stages shared through the cache: a stage's identity is the one the runner derives (its name,
+version, the resolved slices of the config groups it declares, its upstream identities;
+:mod:`harness.pipeline.stages`), so two points that chunk the same dataset with the same chunker
+config do the chunking work once, in the table's total and in the grand total (one cache). The
+load stage's data fingerprint is left out: the same dataset slice reads the same files.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import multiprocessing
+import os
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import yaml
+from omegaconf import OmegaConf
+
+from harness.cache import make_key
+from harness.pipeline.roles import Role, roles
+from harness.report.tables.hardware import Hardware
+from harness.report.tables.spec import REPO, GridRun, TableSpec
+from harness.report.tables.workload import DataSize, RoleWork, paper_size, role_work
+
+LAUNCHER = REPO / "configs" / "hydra" / "launcher" / "slurm.yaml"
+ESTIMATE = "estimate: counted work / cited throughput"
+
+
+@dataclass
+class Composed:
+    """One composition, as plain data (it crosses process boundaries): the resolved slices of
+    every group a stage reads, the roles, the interpolation strings (to see whether a swept
+    key is read elsewhere), the resolved dataset node and the cache folder."""
+
+    slices: dict[str, Any]
+    roles: dict[str, Role]
+    interpolations: list[str]
+    dataset: dict[str, Any]
+    cache_dir: str
+
+    def interpolated(self, key: str) -> bool:
+        """Whether an interpolation may read ``key`` (its full path, or its last part for a
+        relative one): erring on yes costs only a composition."""
+        last = key.rsplit(".", 1)[-1]
+        return any(key in v or f".{last}" in v for v in self.interpolations)
+
+
+def composition(overrides: tuple[str, ...], scale: str, extra: tuple[str, ...]) -> Composed:
+    from harness.pipeline.components import resolve_reader
+    from harness.pipeline.runner import config_slice
+    from harness.pipeline.stages import STAGES
+    from harness.report import registry
+
+    cfg = registry.compose([*overrides, f"scale={scale}", *extra])
+    resolved = resolve_reader(cfg)  # the runner keys stages on this
+    groups = dict.fromkeys(g for s in STAGES for g in s.reads)
+    return Composed({g: config_slice(resolved, g) for g in groups}, roles(cfg),
+                    [v for v in _strings(OmegaConf.to_container(cfg, resolve=False)) if "${" in v],
+                    OmegaConf.to_container(resolved.dataset, resolve=True), str(resolved.cache.dir))
+
+
+def _compose_many(job: tuple[list[tuple[str, ...]], str, tuple[str, ...]]) -> dict[tuple[str, ...], Composed]:
+    bases, scale, extra = job
+    return {b: composition(b, scale, extra) for b in bases}
+
+
+def _strings(node: Any):
+    if isinstance(node, dict):
+        for v in node.values():
+            yield from _strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _strings(v)
+    elif isinstance(node, str):
+        yield node
+
+
+@dataclass
+class PointPlan:
+    table: str
+    key: str
+    row: str
+    group: str
+    size: DataSize
+    stages: dict[str, str | None]       # stage name -> identity (None: skipped optional stage)
+    gpus: int                           # GPUs its job asks for
+    slices: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class TablePlan:
+    spec: TableSpec
+    scale: str
+    points: list[PointPlan]
+    not_run: int                         # points the table skips at this scale
+
+
+class Planner:
+    """Composes, identifies and sizes points; keeps each stage identity's work once."""
+
+    def __init__(self, scale: str, extra: list[str], work: dict[str, Any]):
+        from harness.text import Tokenizer
+
+        self.scale, self.extra, self.work = scale, extra, work
+        self.composed: dict[tuple[str, ...], Composed] = {}
+        self.stage_work: dict[str, list[RoleWork]] = {}
+        self.sizes: dict[str, DataSize] = {}
+        self.loaded: dict[str, Any] = {}
+        self.tokens = Tokenizer("tokens", "cl100k")
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        if text not in self._counts:
+            self._counts[text] = self.tokens.count(text)
+        return self._counts[text]
+
+    def compose(self, overrides: tuple[str, ...]) -> Composed:
+        if overrides not in self.composed:
+            self.composed[overrides] = composition(overrides, self.scale, tuple(self.extra))
+        return self.composed[overrides]
+
+    def compose_all(self, bases: list[tuple[str, ...]], workers: int | None = None) -> None:
+        """Every base composed, on up to ``workers`` processes (Hydra composes at a few a second;
+        the bases of one set of group choices go to one process, which composes that set once)."""
+        from harness.report.registry import first_step
+
+        todo = [b for b in dict.fromkeys(bases) if b not in self.composed]
+        workers = min(workers or os.cpu_count() or 1, 8)
+        if workers < 2 or len(todo) < 40:
+            for b in todo:
+                self.compose(b)
+            return
+        by_choices: dict[tuple[str, ...], list] = defaultdict(list)
+        for b in todo:
+            by_choices[first_step([*b, f"scale={self.scale}", *self.extra])].append(b)
+        jobs: list[list] = [[] for _ in range(workers)]
+        for group in sorted(by_choices.values(), key=len, reverse=True):   # the largest first, to the lightest
+            min(jobs, key=len).extend(group)
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            for done in pool.map(_compose_many, [(j, self.scale, tuple(self.extra)) for j in jobs if j]):
+                self.composed.update(done)
+
+    def point(self, spec: TableSpec, p: GridRun) -> PointPlan:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        base, values = _split(p)
+        c = self.compose(base)
+        slices = c.slices
+        if values:
+            parsed = OverridesParser.create().parse_overrides(list(values))
+            keys = [o.key_or_group for o in parsed]
+            if any("." not in k or c.interpolated(k) or any(k.startswith(r) for r in c.roles) for k in keys):
+                # a group choice, a key interpolated elsewhere, or a model node's: composed on its own
+                c = self.compose(tuple(p.overrides))
+                slices = c.slices
+            else:
+                slices = dict(slices)
+                for o in parsed:
+                    group, *path = o.key_or_group.split(".")
+                    node = slices[group] = copy.deepcopy(slices[group])
+                    for k in path[:-1]:
+                        node = node[k]
+                    node[path[-1]] = o.value()
+        stages = self.identities(slices)
+        size = self.size(spec, p, slices, c)
+        for stage, identity in stages.items():
+            if identity is not None and identity not in self.stage_work:
+                self.stage_work[identity] = [role_work(r, slices, size, self.work, self.count)
+                                             for r in c.roles.values() if _stage_of(r) == stage]
+        gpus = max([int(r.settings.get("tensor_parallel_size") or 1) for r in c.roles.values()
+                    if r.backend == "VLLM"] + [int(launcher().get("gpus_per_task") or 1)])
+        return PointPlan(spec.id, p.key, p.row, p.group, size, stages, gpus, slices)
+
+    @staticmethod
+    def identities(slices: dict[str, Any]) -> dict[str, str | None]:
+        """Each stage's identity as the runner keys it (the load stage's data fingerprint aside)."""
+        from harness.pipeline.stages import STAGES
+
+        keys: dict[str, str | None] = {}
+        for s in STAGES:
+            if s.optional and (slices.get(s.reads[0]) or {}).get("_target_") is None:
+                keys[s.name] = None
+                continue
+            keys[s.name] = make_key(s.name, s.version, [slices[g] for g in s.reads], [keys[a] for a in s.after])
+        return keys
+
+    def size(self, spec: TableSpec, p: GridRun, slices: dict[str, Any], c: Composed) -> DataSize:
+        key = make_key(spec.id if self.scale == "full" else "", p.row if self.scale == "full" else "",
+                       p.group if self.scale == "full" else "", slices["dataset"], slices["retriever"].get("scope"))
+        if key not in self.sizes:
+            if self.scale == "full":
+                declared = [e.as_dict() for e in spec.paper.of("datasets", p.row, p.group)] if spec.paper else []
+                self.sizes[key] = paper_size(declared, slices["dataset"], self.work)
+            else:
+                self.sizes[key] = self.loaded_size(c, slices)
+        return self.sizes[key]
+
+    def loaded_size(self, c: Composed, slices: dict[str, Any]) -> DataSize:
+        """A smoke point's size, counted on the data it loads (as the runner's load stage keeps it)."""
+        from harness.data.base import only_queried_documents
+        from harness.pipeline.components import build_component
+
+        try:
+            loader = build_component(OmegaConf.create(c.dataset), "dataset")
+            ds = loader.load()
+        except Exception as e:  # data that is not here: its size is unknown, and said so
+            return DataSize(None, None, None, None, f"data not loadable here ({' '.join(str(e).split())[:160]})")
+        if loader.limit_queries is not None and slices["retriever"].get("scope") == "document":
+            ds = only_queried_documents(ds)
+        docs, qs = ds.documents, ds.queries
+        self.loaded[make_key(slices["dataset"])] = ds
+        tokens = sum(self.tokens.count(d.text) for d in docs)
+        return DataSize(float(len(docs)), float(len(qs)), tokens / max(1, len(docs)),
+                        sum(self.tokens.count(q.question) for q in qs) / max(1, len(qs)),
+                        f"counted on the loaded data ({len(docs)} docs, {len(qs)} questions)")
+
+
+def _split(p: GridRun) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A point's overrides: its row's and group's, and its x and sweep values (appended last)."""
+    n = len(p.key.split("|")) - 2
+    return tuple(p.overrides[:len(p.overrides) - n]), tuple(p.overrides[len(p.overrides) - n:])
+
+
+def _stage_of(role: Role) -> str:
+    """The stage that runs a role: the one whose declaration reads the role's config group."""
+    from harness.pipeline.stages import STAGES
+
+    group = role.path.split(".")[0].split("[")[0]
+    return next(s.name for s in STAGES if group in s.reads)
+
+
+@lru_cache(maxsize=1)
+def launcher() -> dict[str, Any]:
+    return yaml.safe_load(LAUNCHER.read_text(encoding="utf-8")) or {}
+
+
+def plan_tables(specs: list[TableSpec], scale: str, extra: list[str], work: dict[str, Any]
+                ) -> tuple[list[TablePlan], Planner]:
+    planner = Planner(scale, extra, work)
+    planner.compose_all([_split(p)[0] for s in specs for p in s.runs(scale) if not p.skip])
+    out = []
+    for spec in specs:
+        points = spec.runs(scale)
+        runnable = [planner.point(spec, p) for p in points if not p.skip]
+        out.append(TablePlan(spec, scale, runnable, len(points) - len(runnable)))
+    return out, planner
+
+
+# --- costing ------------------------------------------------------------------------------------
+
+def gpu_seconds(w: RoleWork, hw: Hardware) -> tuple[float | None, str]:
+    """GPU-seconds of one role's work (per-GPU figures: a tensor-parallel engine on n GPUs runs
+    n times faster on n GPUs, so its GPU-seconds are the same), and what they rest on."""
+    if w.missing:
+        return None, w.missing
+    if w.served:
+        return 0.0, "served (OpenAI-compatible API): tokens, no GPU of ours"
+    if w.kind == "llm":
+        (pf, pw), (df, _) = hw.figure("llm", w.model, "prefill_tokens_per_s"), hw.figure("llm", w.model, "decode_tokens_per_s")
+        if pf.missing or (df.missing and w.decode):
+            return None, f"{w.model}: no throughput figure ({pf.source if pf.missing else df.source})"
+        return w.prefill / pf.value + (w.decode / df.value if w.decode else 0.0), pw
+    model = w.model.split(" | ")[0]
+    f, what = hw.figure("encoder", model, "tokens_per_s")
+    if f.missing:
+        return None, f"{model}: no throughput figure ({f.source})"
+    return w.embedded / f.value, what
+
+
+@dataclass
+class Totals:
+    """Work and GPU-seconds summed over stage identities (each once)."""
+
+    by_role: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    gpu_s: float = 0.0
+    missing: dict[str, int] = field(default_factory=dict)   # why -> stage works left out
+
+    def add(self, w: RoleWork, hw: Hardware) -> None:
+        s, why = gpu_seconds(w, hw)
+        row = self.by_role.setdefault((w.role, w.model, w.backend), {
+            "role": w.role, "model": w.model, "backend": w.backend, "tensor_parallel": w.tensor_parallel,
+            "prefill": 0.0, "decode": 0.0, "embedded": 0.0, "calls": 0.0, "gpu_s": 0.0, "missing": 0, "why": set()})
+        if s is None:
+            row["missing"] += 1
+            row["why"].add(why)
+            self.missing[why] = self.missing.get(why, 0) + 1
+            return
+        for k in ("prefill", "decode", "embedded", "calls"):
+            row[k] += getattr(w, k)
+        row["gpu_s"] += s
+        row["why"].add(why)
+        self.gpu_s += s
+
+
+def totals(points: list[PointPlan], planner: Planner, hw: Hardware) -> tuple[Totals, dict[str, int]]:
+    """Each distinct stage identity of ``points`` once; and how many distinct each stage has."""
+    t, seen, distinct = Totals(), set(), defaultdict(int)
+    for p in points:
+        for stage, identity in p.stages.items():
+            if identity is None or identity in seen:
+                continue
+            seen.add(identity)
+            distinct[stage] += 1
+            for w in planner.stage_work[identity]:
+                t.add(w, hw)
+    return t, dict(distinct)
+
+
+def point_gpu_hours(p: PointPlan, planner: Planner, hw: Hardware) -> tuple[float, int]:
+    """The point on its own (nothing shared): its GPU-hours and the role works without a figure."""
+    hours, missing = 0.0, 0
+    for identity in filter(None, p.stages.values()):
+        for w in planner.stage_work[identity]:
+            s, _ = gpu_seconds(w, hw)
+            hours, missing = (hours + s / 3600, missing) if s is not None else (hours, missing + 1)
+    return hours, missing
+
+
+def report(plans: list[TablePlan], planner: Planner, hw: Hardware, cached: dict[str, float] | None = None
+           ) -> dict[str, Any]:
+    """Everything the text and ``--json`` print: per table and in total."""
+    sl = launcher()
+    tables = []
+    for tp in plans:
+        t, distinct = totals(tp.points, planner, hw)
+        tables.append({
+            "table": tp.spec.id, "points": len(tp.points), "not_run_at_scale": tp.not_run,
+            "jobs": len(tp.points), "jobs_by_gpus": _count(p.gpus for p in tp.points),
+            "stages_computed": distinct, "gpu_hours": t.gpu_s / 3600, "missing": t.missing,
+            "roles": [_role_row(r) for r in t.by_role.values()],
+            "documents": sum(p.size.documents or 0 for p in tp.points),
+            "questions": sum(p.size.questions or 0 for p in tp.points),
+            "points_detail": [_point_row(p, planner, hw) for p in tp.points],
+        })
+    t, distinct = totals([p for tp in plans for p in tp.points], planner, hw)
+    return {
+        "label": f"{ESTIMATE} ({hw.path.name}: {hw.gpu})", "scale": plans[0].scale if plans else None,
+        "hardware": {"file": str(hw.path), "gpu": hw.gpu, "assumptions": list(hw.assumptions),
+                     "figures": _figures(hw)},
+        "launcher": {"file": str(LAUNCHER.relative_to(REPO)), "array_parallelism": sl.get("array_parallelism"),
+                     "gpus_per_task": sl.get("gpus_per_task"), "timeout_min": sl.get("timeout_min")},
+        "method_work": planner.work.get("corpus"),
+        "tables": tables,
+        "total": {"points": sum(x["points"] for x in tables), "jobs": sum(x["jobs"] for x in tables),
+                  "stages_computed": distinct, "gpu_hours": t.gpu_s / 3600, "missing": t.missing,
+                  "roles": [_role_row(r) for r in t.by_role.values()]},
+        "cached_cpu_seconds": cached,
+    }
+
+
+def _count(values) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for v in values:
+        out[str(v)] += 1
+    return dict(out)
+
+
+def _role_row(r: dict[str, Any]) -> dict[str, Any]:
+    return {**r, "gpu_hours": r["gpu_s"] / 3600, "why": sorted(r["why"])}
+
+
+def _point_row(p: PointPlan, planner: Planner, hw: Hardware) -> dict[str, Any]:
+    hours, missing = point_gpu_hours(p, planner, hw)
+    work = [{"stage": stage, **{k: v for k, v in vars(w).items() if k != "notes"}, "notes": w.notes}
+            for stage, identity in p.stages.items() if identity for w in planner.stage_work[identity]]
+    return {"point": p.key, "documents": p.size.documents, "questions": p.size.questions,
+            "doc_tokens": p.size.doc_tokens, "size_source": p.size.source, "gpus": p.gpus,
+            "gpu_hours_alone": hours, "role_works_missing": missing, "work": work}
+
+
+def _figures(hw: Hardware) -> list[dict[str, Any]]:
+    out = []
+    for kind, classes in (("llm", hw.llm), ("encoder", hw.encoders)):
+        for c in classes:
+            for what, f in c.figures.items():
+                out.append({"kind": kind, "class": c.name, "up_to": c.up_to, "figure": what, "value": f.value,
+                            "source": f.source, "note": f.note})
+    for model, figs in hw.measured.items():
+        for what, f in figs.items():
+            out.append({"kind": "measured", "class": model, "figure": what, "value": f.value, "source": f.source})
+    return out
+
+
+def to_json(r: dict[str, Any]) -> str:
+    return json.dumps(r, indent=1, default=lambda o: sorted(o) if isinstance(o, set) else str(o))
