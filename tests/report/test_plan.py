@@ -110,7 +110,9 @@ def test_a_missing_figure_is_unknown_not_zero(toy, tmp_path):
     plans, planner = plan_tables([toy], "full", [], WORK)
     t = report(plans, planner, hw)["tables"][0]
     assert any("none found: run tables calibrate" in why for why in t["missing"])
-    assert {row["role"]: row["missing"] for row in t["roles"]}["retriever.embedder"] == 1
+    row = {row["role"]: row for row in t["roles"]}["retriever.embedder"]
+    assert (row["no_figure"], row["work_unknown"], row["gpu_hours"]) == (1, 0, 0)
+    assert row["embedded"] > 0   # the work is counted; only its hours are unknown
 
 
 @pytest.mark.parametrize("change, key", [
@@ -156,6 +158,7 @@ def test_calibrate_writes_the_encoder_probe_and_refuses_llm_without_vllm(tmp_pat
     from harness.report.tables import calibrate
 
     monkeypatch.setattr(calibrate, "PASSAGES", 16)
+    monkeypatch.setattr(calibrate, "passages", lambda n, words: ["a passage of plain words " * (words // 5)] * n)
     path = _hardware(tmp_path)
     lines = list(calibrate.calibrate(str(path), ["encoder:bundled"], seconds=0.01))
     assert len(lines) == 1 and lines[0].startswith("bundled: tokens_per_s")
@@ -196,3 +199,25 @@ def test_full_plan_of_every_table_runs_offline():
     for t in r["tables"]:
         assert t["jobs"] == t["points"] and sum(t["jobs_by_gpus"].values()) == t["jobs"]
         assert all(p["documents"] is None or p["documents"] > 0 for p in t["points_detail"])
+
+
+@pytest.mark.slow
+def test_smoke_cpu_seconds_are_read_under_the_runners_own_keys(tmp_path):
+    """A real run fills the cache; the plan finds its chunking seconds there (same stage keys)."""
+    from harness.pipeline.runner import Pipeline
+    from harness.report import registry
+    from harness.report.tables.plan_render import cached_chunk_seconds
+
+    (tmp_path / "t").mkdir()
+    path = tmp_path / "t" / "smoke.yaml"
+    path.write_text(TOY.replace("dataset=qasper", "dataset=ohrbench, dataset.limit_docs=1")
+                    .replace("responder=llm, responder.max_context_tokens=100", "responder=none"), encoding="utf-8")
+    toy = tables.load_spec(path, tmp_path)
+    extra = [f"cache.dir={tmp_path / 'cache'}", "tracking=none"]
+    plans, planner = plan_tables([toy], "smoke", extra, WORK)
+    assert cached_chunk_seconds(plans, planner)["total"] == {"stages": 1, "found": 0, "seconds": 0}
+    point = toy.runs("smoke")[0]
+    Pipeline(registry.compose([*point.overrides, "scale=smoke", *extra]), log=lambda *_: None).run()
+    found = cached_chunk_seconds(plans, planner)
+    assert found["total"]["found"] == 1 and found["total"]["seconds"] > 0
+    assert plans[0].points[0].size.documents == 1

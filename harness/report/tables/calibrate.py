@@ -46,11 +46,12 @@ def passages(n: int, words: int) -> list[str]:
     return [" ".join(text[(i * words) % max(1, len(text) - words):][:words]) for i in range(n)]
 
 
-def probe_encoder(model: str, seconds: float, n: int = PASSAGES, words: int = PASSAGE_WORDS) -> dict[str, Figure]:
+def probe_encoder(model: str, seconds: float) -> dict[str, Figure]:
     from sentence_transformers import SentenceTransformer
 
     from harness.text import resolve_model
 
+    n, words = PASSAGES, PASSAGE_WORDS
     m = SentenceTransformer(resolve_model(model), device="cuda" if device_name() != "cpu (no GPU)" else "cpu")
     texts = passages(n, words)
     tokens_per_pass = sum(len(ids) for ids in m.tokenizer(texts, truncation=True, max_length=m.max_seq_length)["input_ids"])

@@ -297,20 +297,27 @@ class Totals:
     missing: dict[str, int] = field(default_factory=dict)   # why -> stage works left out
 
     def add(self, w: RoleWork, hw: Hardware) -> None:
+        """A stage's work for one role: its tokens whenever its size is known; its GPU-seconds
+        when a throughput figure is there too (else the gap is counted, never a zero)."""
         s, why = gpu_seconds(w, hw)
         row = self.by_role.setdefault((w.role, w.model, w.backend), {
             "role": w.role, "model": w.model, "backend": w.backend, "tensor_parallel": w.tensor_parallel,
-            "prefill": 0.0, "decode": 0.0, "embedded": 0.0, "calls": 0.0, "gpu_s": 0.0, "missing": 0, "why": set()})
-        if s is None:
-            row["missing"] += 1
-            row["why"].add(why)
-            self.missing[why] = self.missing.get(why, 0) + 1
-            return
-        for k in ("prefill", "decode", "embedded", "calls"):
-            row[k] += getattr(w, k)
-        row["gpu_s"] += s
+            "prefill": 0.0, "decode": 0.0, "embedded": 0.0, "calls": 0.0, "gpu_s": 0.0,
+            "counted": 0, "work_unknown": 0, "no_figure": 0, "why": set()})
         row["why"].add(why)
-        self.gpu_s += s
+        if w.missing:
+            row["work_unknown"] += 1
+        else:
+            row["counted"] += 1
+            for k in ("prefill", "decode", "embedded", "calls"):
+                row[k] += getattr(w, k)
+            if s is None:
+                row["no_figure"] += 1
+        if s is None:
+            self.missing[why] = self.missing.get(why, 0) + 1
+        else:
+            row["gpu_s"] += s
+            self.gpu_s += s
 
 
 def totals(points: list[PointPlan], planner: Planner, hw: Hardware) -> tuple[Totals, dict[str, int]]:
@@ -352,6 +359,8 @@ def report(plans: list[TablePlan], planner: Planner, hw: Hardware, cached: dict[
             "documents": sum(p.size.documents or 0 for p in tp.points),
             "questions": sum(p.size.questions or 0 for p in tp.points),
             "points_detail": [_point_row(p, planner, hw) for p in tp.points],
+            "pairwise": (f"row {tp.spec.pairwise.a} against row {tp.spec.pairwise.b}, each answer order"
+                         if tp.spec.pairwise else None),
         })
     t, distinct = totals([p for tp in plans for p in tp.points], planner, hw)
     return {
