@@ -161,7 +161,7 @@ def plan(specs, args: argparse.Namespace, extra: list[str]) -> None:
     plans, planner = plan_tables(specs, args.scale, extra, load_method_work())
     cached = cached_chunk_seconds(plans, planner) if args.scale == "smoke" and planner.composed else None
     r = report(plans, planner, hw, cached)
-    if not args.json:
+    if not (args.json or args.points):
         for t in r["tables"]:
             del t["points_detail"]
     print(to_json(r) if args.json else text(r))
@@ -247,6 +247,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="where the rendered files go (default: the repository's results/)")
     p.add_argument("--json", action="store_true", help="explain: a JSON list, one object per grid point; "
                                                        "plan: the plan as JSON, with every point's work")
+    p.add_argument("--points", action="store_true", help="plan: a line per grid point as well")
     p.add_argument("--hardware", default="h100", help="plan, calibrate: a hardware file (configs/hardware/<name>.yaml "
                                                       "or a path; default h100)")
     p.add_argument("--models", default=None, help="calibrate: comma-separated model ids (default: the models the "

@@ -356,6 +356,7 @@ def report(plans: list[TablePlan], planner: Planner, hw: Hardware, cached: dict[
             "jobs": len(tp.points), "jobs_by_gpus": _count(p.gpus for p in tp.points),
             "stages_computed": distinct, "gpu_hours": t.gpu_s / 3600, "missing": t.missing,
             "roles": [_role_row(r) for r in t.by_role.values()],
+            "sizes": _count(f"{p.group}: {p.size.source}" for p in tp.points),
             "documents": sum(p.size.documents or 0 for p in tp.points),
             "questions": sum(p.size.questions or 0 for p in tp.points),
             "points_detail": [_point_row(p, planner, hw) for p in tp.points],

@@ -80,6 +80,13 @@ def text(r: dict[str, Any]) -> str:
                   f"questions read (summed over points); stages computed: {stages or 'none'}",
                   f"    {_cpu((cached.get('tables') or {}).get(t['table'])) if smoke else _hours(t['gpu_hours'], t['missing'])}"]
         lines += _roles(t["roles"], "    ", smoke)
+        lines += [f"    size {why} [{n} point(s)]" for why, n in t["sizes"].items()]
+        for p in t.get("points_detail") or []:
+            hours = "" if smoke else f", {p['gpu_hours_alone']:.2f} GPU-h alone" + (
+                f" + unknown ({p['role_works_missing']} role work(s))" if p["role_works_missing"] else "")
+            lines.append(f"      point {p['point']}: {_n(p['documents'] or 0) if p['documents'] is not None else '?'} docs, "
+                         f"{_n(p['questions'] or 0) if p['questions'] is not None else '?'} questions, "
+                         f"{p['gpus']} GPU(s){hours}")
         if t.get("pairwise"):
             lines.append(f"    + pairwise judging ({t['pairwise']}): not counted here")
     tot = r["total"]
