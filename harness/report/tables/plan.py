@@ -170,8 +170,9 @@ class Planner:
         if values:
             parsed = OverridesParser.create().parse_overrides(list(values))
             keys = [o.key_or_group for o in parsed]
-            if any("." not in k or c.interpolated(k) or any(k.startswith(r) for r in c.roles) for k in keys):
-                # a group choice, a key interpolated elsewhere, or a model node's: composed on its own
+            if any("." not in k or k.startswith("dataset.") or c.interpolated(k) or any(k.startswith(r) for r in c.roles)
+                   for k in keys):
+                # a group choice, the data, a key interpolated elsewhere or a model node's: composed on its own
                 c = self.compose(tuple(p.overrides))
                 slices = c.slices
             else:
@@ -206,8 +207,7 @@ class Planner:
         return keys
 
     def size(self, spec: TableSpec, p: GridRun, slices: dict[str, Any], c: Composed) -> DataSize:
-        key = make_key(spec.id if self.scale == "full" else "", p.row if self.scale == "full" else "",
-                       p.group if self.scale == "full" else "", slices["dataset"], slices["retriever"].get("scope"))
+        key = make_key(*((spec.id, p.row, p.group) if self.scale == "full" else ()), data_key(slices))
         if key not in self.sizes:
             if self.scale == "full":
                 declared = [e.as_dict() for e in spec.paper.of("datasets", p.row, p.group)] if spec.paper else []
@@ -229,11 +229,16 @@ class Planner:
         if loader.limit_queries is not None and slices["retriever"].get("scope") == "document":
             ds = only_queried_documents(ds)
         docs, qs = ds.documents, ds.queries
-        self.loaded[make_key(slices["dataset"])] = ds
+        self.loaded[data_key(slices)] = ds
         tokens = sum(self.tokens.count(d.text) for d in docs)
         return DataSize(float(len(docs)), float(len(qs)), tokens / max(1, len(docs)),
                         sum(self.tokens.count(q.question) for q in qs) / max(1, len(qs)),
                         f"counted on the loaded data ({len(docs)} docs, {len(qs)} questions)")
+
+
+def data_key(slices: dict[str, Any]) -> str:
+    """What decides the documents a run keeps: the dataset, and whether only queried ones stay."""
+    return make_key(slices["dataset"], slices["retriever"].get("scope"))
 
 
 def _split(p: GridRun) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.cache import make_key, open_cache
-from harness.report.tables.plan import Planner, TablePlan
+from harness.report.tables.plan import Planner, TablePlan, data_key
 
 
 def _n(x: float) -> str:
@@ -129,7 +129,7 @@ def cached_chunk_seconds(plans: list[TablePlan], planner: Planner) -> dict[str, 
     def of(p) -> float | None:
         identity = p.stages["chunk"]
         if identity not in seconds:
-            ds = planner.loaded.get(make_key(p.slices["dataset"]))
+            ds = planner.loaded.get(data_key(p.slices))
             slices = [p.slices[g] for g in stage.reads]
             entries = [cache.get(f"{stage.name}_doc", make_key(f"{stage.name}_doc", stage.version, slices, doc_digest(d)))
                        for d in (ds.documents if ds is not None else [])]
