@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -34,20 +35,51 @@ CONTEXT_FOR = {
 }
 
 
-def compose(overrides: Sequence[str] = ()) -> DictConfig:
+def compose(overrides: Sequence[str] = (), store: Any = None) -> DictConfig:
     """``configs/config.yaml`` with Hydra overrides, composed as a run composes it.
 
     Hydra composes in two steps: the defaults list with its group choices (``chunker=hichunk``),
     then each value override (``chunker.size=200``) set on the result. Only the first step reads
     and merges YAML (a tenth of a second each), so it runs once per set of group choices, and a
     table's grid points that differ only in values (431 smoke points, 93 sets of choices) share it.
-    The second step is Hydra's own, on a copy: the same result, errors and all."""
+    The second step is Hydra's own, on a copy: the same result, errors and all. With ``store``
+    (a :class:`harness.cache.Cache`) the first step's result is also kept there across processes
+    and runs, under the contents of every config file (:func:`stored_choices`)."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
     first, values = _split(overrides)
-    cfg = copy.deepcopy(_compose_choices(tuple(o.input_line for o in first)))
+    choices = tuple(o.input_line for o in first)
+    cfg = copy.deepcopy(_compose_choices(choices) if store is None else stored_choices(choices, store))
     ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
     return cfg
+
+
+def stored_choices(choices: tuple[str, ...], store: Any) -> DictConfig:
+    """The first step's composition from ``store`` when an earlier process made it from the same
+    config files (their paths and bytes, and Hydra's and OmegaConf's versions, are in the key),
+    else composed and stored."""
+    from harness.cache import make_key
+
+    key = make_key("compose", _config_digest(), choices)
+    cfg = store.get("compose", key)
+    if cfg is None:
+        cfg = _compose_choices(choices)
+        store.put("compose", key, cfg)
+    return cfg
+
+
+@lru_cache(maxsize=1)
+def _config_digest() -> str:
+    import hashlib
+
+    import hydra
+    import omegaconf
+
+    h = hashlib.sha256(f"hydra {hydra.__version__} omegaconf {omegaconf.__version__}".encode())
+    for path in sorted(CONFIGS.rglob("*.yaml")):
+        if path.relative_to(CONFIGS).parts[0] not in ("tables", "hardware"):
+            h.update(path.relative_to(CONFIGS).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def first_step(overrides: Sequence[str]) -> tuple[str, ...]:

@@ -54,7 +54,7 @@ class Composed:
 
     slices: dict[str, Any]
     roles: dict[str, Role]
-    interpolations: list[str]
+    interpolations: list[str] | None   # None: not read (a base no point sweeps)
     dataset: dict[str, Any]
     cache_dir: str
 
@@ -65,23 +65,33 @@ class Composed:
         return any(key in v or f".{last}" in v for v in self.interpolations)
 
 
-def composition(overrides: tuple[str, ...], scale: str, extra: tuple[str, ...]) -> Composed:
+def composition(overrides: tuple[str, ...], scale: str, extra: tuple[str, ...], swept: bool = True) -> Composed:
     from harness.pipeline.components import resolve_reader
     from harness.pipeline.runner import config_slice
     from harness.pipeline.stages import STAGES
     from harness.report import registry
 
-    cfg = registry.compose([*overrides, f"scale={scale}", *extra])
+    # Hydra composes a set of group choices in a fifth of a second and the tables have 254 at
+    # full scale: kept in the run's cache (keyed by every config file's bytes), a rerun reads them
+    cfg = registry.compose([*overrides, f"scale={scale}", *extra], _store(extra))
     resolved = resolve_reader(cfg)  # the runner keys stages on this
     groups = dict.fromkeys(g for s in STAGES for g in s.reads)
     return Composed({g: config_slice(resolved, g) for g in groups}, roles(cfg),
-                    [v for v in _strings(OmegaConf.to_container(cfg, resolve=False)) if "${" in v],
+                    [v for v in _strings(OmegaConf.to_container(cfg, resolve=False)) if "${" in v] if swept else None,
                     OmegaConf.to_container(resolved.dataset, resolve=True), str(resolved.cache.dir))
 
 
-def _compose_many(job: tuple[list[tuple[str, ...]], str, tuple[str, ...]]) -> dict[tuple[str, ...], Composed]:
-    bases, scale, extra = job
-    return {b: composition(b, scale, extra) for b in bases}
+@lru_cache(maxsize=4)
+def _store(extra: tuple[str, ...]):
+    from harness.cache import open_cache
+    from harness.report import registry
+
+    return open_cache(str(registry.compose(list(extra)).cache.dir))
+
+
+def _compose_many(job: tuple[list[tuple[str, ...]], str, tuple[str, ...], set]) -> dict[tuple[str, ...], Composed]:
+    bases, scale, extra, swept = job
+    return {b: composition(b, scale, extra, b in swept) for b in bases}
 
 
 def _strings(node: Any):
@@ -128,18 +138,20 @@ class Planner:
         self.loaded: dict[str, Any] = {}
         self.tokens = Tokenizer("tokens", "cl100k")
         self._counts: dict[str, int] = {}
+        self._parsed: dict[str, tuple[str, Any]] = {}
 
     def count(self, text: str) -> int:
         if text not in self._counts:
             self._counts[text] = self.tokens.count(text)
         return self._counts[text]
 
-    def compose(self, overrides: tuple[str, ...]) -> Composed:
-        if overrides not in self.composed:
-            self.composed[overrides] = composition(overrides, self.scale, tuple(self.extra))
-        return self.composed[overrides]
+    def compose(self, overrides: tuple[str, ...], swept: bool = True) -> Composed:
+        c = self.composed.get(overrides)
+        if c is None or (swept and c.interpolations is None):
+            c = self.composed[overrides] = composition(overrides, self.scale, tuple(self.extra), swept)
+        return c
 
-    def compose_all(self, bases: list[tuple[str, ...]], workers: int | None = None) -> None:
+    def compose_all(self, bases: list[tuple[str, ...]], swept: set, workers: int | None = None) -> None:
         """Every base composed, on up to ``workers`` processes (Hydra composes at a few a second;
         the bases of one set of group choices go to one process, which composes that set once)."""
         from harness.report.registry import first_step
@@ -148,7 +160,7 @@ class Planner:
         workers = min(workers or os.cpu_count() or 1, 8)
         if workers < 2 or len(todo) < 40:
             for b in todo:
-                self.compose(b)
+                self.compose(b, b in swept)
             return
         by_choices: dict[tuple[str, ...], list] = defaultdict(list)
         for b in todo:
@@ -158,18 +170,26 @@ class Planner:
             min(jobs, key=len).extend(group)
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            for done in pool.map(_compose_many, [(j, self.scale, tuple(self.extra)) for j in jobs if j]):
+            for done in pool.map(_compose_many, [(j, self.scale, tuple(self.extra), swept) for j in jobs if j]):
                 self.composed.update(done)
 
-    def point(self, spec: TableSpec, p: GridRun) -> PointPlan:
-        from hydra.core.override_parser.overrides_parser import OverridesParser
+    def parsed(self, value: str) -> tuple[str, Any]:
+        """A value override's key and value as Hydra parses it (one parser, each text once)."""
+        if value not in self._parsed:
+            from hydra.core.override_parser.overrides_parser import OverridesParser
 
+            self._parser = getattr(self, "_parser", None) or OverridesParser.create()
+            o = self._parser.parse_overrides([value])[0]
+            self._parsed[value] = (o.key_or_group, o.value())
+        return self._parsed[value]
+
+    def point(self, spec: TableSpec, p: GridRun) -> PointPlan:
         base, values = _split(p)
-        c = self.compose(base)
+        c = self.compose(base, bool(values))
         slices = c.slices
         if values:
-            parsed = OverridesParser.create().parse_overrides(list(values))
-            keys = [o.key_or_group for o in parsed]
+            parsed = [self.parsed(v) for v in values]
+            keys = [k for k, _ in parsed]
             if any("." not in k or k.startswith("dataset.") or c.interpolated(k) or any(k.startswith(r) for r in c.roles)
                    for k in keys):
                 # a group choice, the data, a key interpolated elsewhere or a model node's: composed on its own
@@ -177,12 +197,12 @@ class Planner:
                 slices = c.slices
             else:
                 slices = dict(slices)
-                for o in parsed:
-                    group, *path = o.key_or_group.split(".")
+                for key, value in parsed:
+                    group, *path = key.split(".")
                     node = slices[group] = copy.deepcopy(slices[group])
                     for k in path[:-1]:
                         node = node[k]
-                    node[path[-1]] = o.value()
+                    node[path[-1]] = copy.deepcopy(value)
         stages = self.identities(slices)
         size = self.size(spec, p, slices, c)
         for stage, identity in stages.items():
@@ -263,7 +283,8 @@ def launcher() -> dict[str, Any]:
 def plan_tables(specs: list[TableSpec], scale: str, extra: list[str], work: dict[str, Any]
                 ) -> tuple[list[TablePlan], Planner]:
     planner = Planner(scale, extra, work)
-    planner.compose_all([_split(p)[0] for s in specs for p in s.runs(scale) if not p.skip])
+    split = [_split(p) for s in specs for p in s.runs(scale) if not p.skip]
+    planner.compose_all([b for b, _ in split], {b for b, v in split if v})
     out = []
     for spec in specs:
         points = spec.runs(scale)
