@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 PRIMARY = "config"  # configs/config.yaml: the run's config; every folder beside it is a group
+NOT_GROUPS = ("tables", "hardware")  # folders of the table tools' own files (paper tables, hardware for `tables plan`)
 
 # The context assembler each chunker is meant for, where it is not the default `budget`; the
 # chunker configs say the same in prose ("Pair with context=..."), which a test checks. It
@@ -77,7 +78,7 @@ def _config_digest() -> str:
 
     h = hashlib.sha256(f"hydra {hydra.__version__} omegaconf {omegaconf.__version__}".encode())
     for path in sorted(CONFIGS.rglob("*.yaml")):
-        if path.relative_to(CONFIGS).parts[0] not in ("tables", "hardware"):
+        if path.relative_to(CONFIGS).parts[0] not in NOT_GROUPS:
             h.update(path.relative_to(CONFIGS).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -128,7 +129,7 @@ def groups() -> list[str]:
     paper tables (``configs/tables``) nor the hardware files of ``tables plan``
     (``configs/hardware``), which are files of the table tools, not of Hydra."""
     return sorted({p.parent.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml")
-                   if p.relative_to(CONFIGS).parts[0] not in ("tables", "hardware")} - {"."})
+                   if p.relative_to(CONFIGS).parts[0] not in NOT_GROUPS} - {"."})
 
 
 def choices(group: str) -> list[str]:
