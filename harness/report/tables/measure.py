@@ -114,13 +114,14 @@ class RecordingEmbedder(SentenceTransformerEmbedder):
 
 
 def scalars(node: Any, prefix: str = "") -> dict[str, Any]:
-    """A config node's scalar settings by dotted path (nested chunkers included)."""
+    """A config node's settings by dotted path (nested chunkers included; a list is one setting,
+    e.g. multi_view's ``views``, which tells the LLM views from the TF-IDF ones)."""
     out = {}
     for k, v in (node or {}).items():
         if isinstance(v, dict):
             out.update(scalars(v, f"{prefix}{k}."))
-        elif not isinstance(v, list) and k not in ("cache",):
-            out[f"{prefix}{k}"] = v
+        elif k not in ("cache",):
+            out[f"{prefix}{k}"] = list(v) if isinstance(v, (list, tuple)) else v
     return out
 
 

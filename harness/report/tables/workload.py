@@ -213,8 +213,12 @@ def role_work(role: Role, slices: dict[str, Any], size: DataSize, work: dict[str
     elif group == "retriever":
         if per is None:
             out.missing = f"no measured chunks for {slices['chunker'].get('_target_')}: run scripts/measure_method_work.py"
-        elif need(doc_k, q, size.question_tokens):
-            out.embedded = doc_k * per["indexed"] + q * size.question_tokens * wp
+        elif need(doc_k):
+            out.embedded = doc_k * per["indexed"]
+            if q is not None and size.question_tokens is not None:
+                out.embedded += q * size.question_tokens * wp
+            else:  # a few hundred short texts beside the corpus: the documents' work still counts
+                out.notes.append("the questions' embeddings are not counted: their number is not declared")
     elif group == "responder" and need(q, size.question_tokens):
         r = slices["responder"]
         tpl = _template(r, slices.get("dataset") or {})
