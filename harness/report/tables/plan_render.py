@@ -65,11 +65,11 @@ def text(r: dict[str, Any]) -> str:
     head = (f"ChunkBench plan at smoke scale: what the smoke run does here (bundled data and CPU models); work "
             f"counted as at full scale, time from the cache's recorded seconds" if smoke
             else f"ChunkBench plan at {r['scale']} scale: {r['label']}")
-    lines = [head,
-             f"  work per method measured on {r['method_work']} (harness/report/tables/method_work.json)",
-             f"  jobs: one SLURM array task per runnable point ({sl['file']}: gpus_per_task {sl['gpus_per_task']}, "
-             f"at most {sl['array_parallelism']} at once, {sl['timeout_min']} min limit); a point whose vLLM role has "
-             f"tensor_parallel_size n asks for n GPUs",
+    jobs = ("  runs: each point in turn, in this process (`tables run`), on the CPU" if smoke else
+            f"  jobs: one SLURM array task per runnable point ({sl['file']}: gpus_per_task {sl['gpus_per_task']}, "
+            f"at most {sl['array_parallelism']} at once, {sl['timeout_min']} min limit); a point whose vLLM role has "
+            f"tensor_parallel_size n asks for n GPUs")
+    lines = [head, f"  work per method measured on {r['method_work']} (harness/report/tables/method_work.json)", jobs,
              "  shared stages (same name, version, config slices and upstream: the runner's cache key) count once", ""]
     for t in r["tables"]:
         gpus = ", ".join(f"{n} x {g} GPU" for g, n in sorted(t["jobs_by_gpus"].items(), key=lambda kv: int(kv[0])))
