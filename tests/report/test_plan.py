@@ -75,7 +75,7 @@ def toy(tmp_path):
 
 def test_toy_table_arithmetic_counts_shared_stages_once(toy, tmp_path):
     hw = load_hardware(_hardware(tmp_path))
-    plans, planner = plan_tables([toy], "full", [], WORK)
+    plans, planner = plan_tables([toy], "full", [f"cache.dir={tmp_path / 'cache'}"], WORK)
     r = report(plans, planner, hw)
     t = r["tables"][0]
     assert (t["points"], t["jobs"], t["not_run_at_scale"]) == (2, 2, 0)
@@ -107,7 +107,7 @@ def test_toy_table_arithmetic_counts_shared_stages_once(toy, tmp_path):
 def test_a_missing_figure_is_unknown_not_zero(toy, tmp_path):
     hw = load_hardware(_hardware(tmp_path, encoders=[{"name": "small", "up_to_m": 100, "tokens_per_s": {
         "value": None, "source": "none found: run tables calibrate"}}]))
-    plans, planner = plan_tables([toy], "full", [], WORK)
+    plans, planner = plan_tables([toy], "full", [f"cache.dir={tmp_path / 'cache'}"], WORK)
     t = report(plans, planner, hw)["tables"][0]
     assert any("none found: run tables calibrate" in why for why in t["missing"])
     row = {row["role"]: row for row in t["roles"]}["retriever.embedder"]
@@ -179,17 +179,17 @@ def test_the_checked_in_method_work_covers_every_chunker():
 
 
 @pytest.mark.slow
-def test_smoke_plan_counts_the_runnable_smoke_grid():
+def test_smoke_plan_counts_the_runnable_smoke_grid(tmp_path):
     specs = tables.all_specs()
     runnable = sum(not p.skip for s in specs for p in s.runs("smoke"))
-    plans, _ = plan_tables(specs, "smoke", [], load_method_work())
+    plans, _ = plan_tables(specs, "smoke", [f"cache.dir={tmp_path}"], load_method_work())
     assert sum(len(tp.points) for tp in plans) == runnable
 
 
 @pytest.mark.slow
-def test_full_plan_of_every_table_runs_offline():
+def test_full_plan_of_every_table_runs_offline(tmp_path):
     out = subprocess.run([sys.executable, "-m", "harness.cli", "tables", "plan", "--tables", "all", "--scale", "full",
-                          "--json"], capture_output=True, text=True, timeout=600)
+                          "--json", "--set", f"cache.dir={tmp_path}"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     r = json.loads(out.stdout)
     specs = tables.all_specs()
