@@ -250,8 +250,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--points", action="store_true", help="plan: a line per grid point as well")
     p.add_argument("--hardware", default="h100", help="plan, calibrate: a hardware file (configs/hardware/<name>.yaml "
                                                       "or a path; default h100)")
-    p.add_argument("--models", default=None, help="calibrate: comma-separated model ids (default: the models the "
-                                                  "hardware file's classes and measured entries name)")
+    p.add_argument("--models", default=None, help="calibrate: comma-separated [llm:|encoder:]<model id>[@tp<n>] "
+                                                  "(llm is the default kind); their figures are written into the "
+                                                  "--hardware file (calibrate a copy of h100.yaml)")
     p.add_argument("--seconds", type=float, default=60.0, help="calibrate: time limit per model probe (default 60)")
     p.set_defaults(run=tables)
     return ap
