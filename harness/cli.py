@@ -154,7 +154,8 @@ def plan(specs, args: argparse.Namespace, extra: list[str]) -> None:
     cited throughput (harness.report.tables.plan); at smoke scale also the cache's CPU seconds."""
     from harness.report.tables.hardware import load_hardware
     from harness.report.tables.measure import load_method_work
-    from harness.report.tables.plan import plan_tables, report, to_json
+    from harness.report.tables.plan import plan_tables
+    from harness.report.tables.plan_cost import report, to_json
     from harness.report.tables.plan_render import cached_chunk_seconds, text
 
     hw = load_hardware(args.hardware)

@@ -14,7 +14,8 @@ import yaml
 from harness.report.tables import spec as tables
 from harness.report.tables.hardware import Figure, load_hardware, write_measured
 from harness.report.tables.measure import load_method_work
-from harness.report.tables.plan import plan_tables, report
+from harness.report.tables.plan import plan_tables
+from harness.report.tables.plan_cost import report
 from harness.text import Tokenizer
 from harness.types import ConfigError
 
