@@ -162,9 +162,13 @@ class Planner:
         by_choices: dict[tuple[str, ...], list] = defaultdict(list)
         for b in todo:
             by_choices[first_step([*b, f"scale={self.scale}", *self.extra])].append(b)
+        # a set of choices costs Hydra about five bases' worth of work: the heaviest first, to the lightest job
         jobs: list[list] = [[] for _ in range(workers)]
-        for group in sorted(by_choices.values(), key=len, reverse=True):   # the largest first, to the lightest
-            min(jobs, key=len).extend(group)
+        load = [0] * workers
+        for group in sorted(by_choices.values(), key=len, reverse=True):
+            i = load.index(min(load))
+            jobs[i].extend(group)
+            load[i] += 5 + len(group)
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
             for done in pool.map(_compose_many, [(j, self.scale, tuple(self.extra), swept) for j in jobs if j]):
