@@ -222,3 +222,16 @@ def test_smoke_cpu_seconds_are_read_under_the_runners_own_keys(tmp_path):
     found = cached_chunk_seconds(plans, planner)
     assert found["total"]["found"] == 1 and found["total"]["seconds"] > 0
     assert plans[0].points[0].size.documents == 1
+
+
+def test_a_swept_point_has_the_slices_of_its_own_composition(tmp_path):
+    """The shortcut (a base composed once, sweep and x values set into its slices) is exact."""
+    from harness.report.tables.plan import Planner, composition
+
+    extra = [f"cache.dir={tmp_path}"]
+    planner = Planner("full", extra, WORK)
+    for table in ("qu_et_al/table1", "hichunk/figureA1", "lgmgc/table2"):
+        spec = tables.select(table)[0]
+        swept = [p for p in spec.runs("full") if not p.skip and len(p.key.split("|")) > 2]
+        for p in swept[:: max(1, len(swept) // 3)][:3]:
+            assert planner.point(spec, p).slices == composition(tuple(p.overrides), "full", tuple(extra)).slices, p.key
