@@ -78,7 +78,8 @@ def text(r: dict[str, Any]) -> str:
         lines += [f"[{t['table']}] {t['points']} points ({t['not_run_at_scale']} not run at this scale), "
                   f"{jobs}; {_n(t['documents'])} documents and {_n(t['questions'])} "
                   f"questions read (summed over points); stages computed: {stages or 'none'}",
-                  f"    {_cpu((cached.get('tables') or {}).get(t['table'])) if smoke else _hours(t['gpu_hours'], t['missing'])}"]
+                  f"    {_cpu((cached.get('tables') or {}).get(t['table'])) if smoke else _hours(t['gpu_hours'], t['missing'])}"
+                  + ("" if t["roles"] else " (no model role: no GPU work)")]
         lines += _roles(t["roles"], "    ", smoke)
         lines += [f"    size {why} [{n} point(s)]" for why, n in t["sizes"].items()]
         for p in t.get("points_detail") or []:
