@@ -167,7 +167,10 @@ def method_entry(chunker: dict[str, Any], work: dict[str, Any]) -> tuple[str, di
     found = [(name, e) for name, e in work["methods"].items() if e["target"] == target]
     if not found:
         return None
-    return max(found, key=lambda ne: sum(mine.get(k) == v for k, v in ne[1]["settings"].items()))
+    def agreement(entry: dict[str, Any]) -> int:   # settings alike, less settings that differ
+        return sum(1 if mine.get(k) == v else -1 for k, v in entry["settings"].items() if k in mine)
+
+    return max(found, key=lambda ne: agreement(ne[1]))
 
 
 def _template(responder: dict[str, Any], ds: dict[str, Any]) -> dict[str, Any]:
