@@ -5,6 +5,8 @@
     python -m harness.cli judge RUN_A RUN_B [--llm-config CHOICE] [--set KEY=VALUE]... [--cache DIR] [--out FILE]
     python -m harness.cli ls [GROUP]
     python -m harness.cli tables {validate,explain,run,render,reproduce} [--tables hichunk/table3,lgmgc/*] [--scale smoke]
+    python -m harness.cli tables plan [--tables ...] [--scale full] [--hardware FILE] [--json]
+    python -m harness.cli tables calibrate --hardware FILE [--models ID,...] [--seconds N]
 
 Every subcommand reads one config, ``configs/config.yaml`` composed by Hydra as a run
 composes it: the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache
@@ -90,10 +92,14 @@ def tables(args: argparse.Namespace, cfg) -> None:
     """The papers' tables: validate the table files, run their grids, render from the record."""
     from harness.report.tables import grid, pareto, render, spec
 
+    if args.action == "calibrate":
+        return calibrate(args)
     specs = spec.select(args.tables)
     extra = [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])]
     if args.action == "explain":
         return explain(specs, args, extra)
+    if args.action == "plan":
+        return plan(specs, args, extra)
     if args.action in ("validate", "reproduce"):
         check_tables(specs, args.scale, extra)
     if args.action in ("run", "reproduce"):
@@ -141,6 +147,34 @@ def explain(specs, args: argparse.Namespace, extra: list[str]) -> None:
 
     found = [r for s in specs for r in records(check_table(s, args.scale, extra))]
     print(json.dumps(found, indent=1, default=str) if args.json else explain_text(found))
+
+
+def plan(specs, args: argparse.Namespace, extra: list[str]) -> None:
+    """Points, jobs, shared stages, each role's work and GPU-hours from the hardware file's
+    cited throughput (harness.report.tables.plan); at smoke scale also the cache's CPU seconds."""
+    from harness.report.tables.hardware import load_hardware
+    from harness.report.tables.measure import load_method_work
+    from harness.report.tables.plan import plan_tables
+    from harness.report.tables.plan_cost import report, to_json
+    from harness.report.tables.plan_render import cached_chunk_seconds, text
+
+    hw = load_hardware(args.hardware)
+    plans, planner = plan_tables(specs, args.scale, extra, load_method_work())
+    cached = cached_chunk_seconds(plans, planner) if args.scale == "smoke" and planner.composed else None
+    r = report(plans, planner, hw, cached)
+    if not (args.json or args.points):
+        for t in r["tables"]:
+            del t["points_detail"]
+    print(to_json(r) if args.json else text(r))
+
+
+def calibrate(args: argparse.Namespace) -> None:
+    """A short, bounded throughput probe per model on this machine's GPU, written into the
+    hardware file as measured figures (harness.report.tables.calibrate)."""
+    from harness.report.tables.calibrate import calibrate as probe
+
+    for line in probe(args.hardware, [m for m in (args.models or "").split(",") if m], args.seconds):
+        print(line)
 
 
 def tracking_uri(args: argparse.Namespace, cfg) -> str:
@@ -203,14 +237,24 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(run=ls)
 
     p = sub.add_parser("tables", parents=[store], help="the papers' tables: validate, run, render (make reproduce-tables)")
-    p.add_argument("action", choices=("validate", "explain", "run", "render", "reproduce"),
+    p.add_argument("action", choices=("validate", "explain", "run", "render", "reproduce", "plan", "calibrate"),
                    help="validate: check every grid point (at full scale against the paper's declared setup); "
-                        "explain: per point, the models, data and settings it runs beside the paper's")
+                        "explain: per point, the models, data and settings it runs beside the paper's; "
+                        "plan: points, jobs, each role's work and GPU-hours (an estimate from cited throughput); "
+                        "calibrate: measure throughput on this GPU node into the hardware file")
     p.add_argument("--tables", default="all", help="comma-separated globs over table ids, e.g. hichunk/table3,lgmgc/*")
     p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
     p.add_argument("--set", action="append", default=[], metavar="OVERRIDE", help="a Hydra override for every run")
     p.add_argument("--out", default=None, help="where the rendered files go (default: the repository's results/)")
-    p.add_argument("--json", action="store_true", help="explain: a JSON list, one object per grid point")
+    p.add_argument("--json", action="store_true", help="explain: a JSON list, one object per grid point; "
+                                                       "plan: the plan as JSON, with every point's work")
+    p.add_argument("--points", action="store_true", help="plan: a line per grid point as well")
+    p.add_argument("--hardware", default="h100", help="plan, calibrate: a hardware file (configs/hardware/<name>.yaml "
+                                                      "or a path; default h100)")
+    p.add_argument("--models", default=None, help="calibrate: comma-separated [llm:|encoder:]<model id>[@tp<n>] "
+                                                  "(llm is the default kind); their figures are written into the "
+                                                  "--hardware file (calibrate a copy of h100.yaml)")
+    p.add_argument("--seconds", type=float, default=60.0, help="calibrate: time limit per model probe (default 60)")
     p.set_defaults(run=tables)
     return ap
 

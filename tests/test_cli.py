@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.report import registry
 from tests.conftest import CONFIGS, TINY, ScriptedLLM
 from tests.report.test_judge import RUN_A, RUN_B, judge_reply
 
@@ -147,8 +148,8 @@ def test_ls_lists_the_real_configs(capsys):
     cli.main(["ls"])
     lines = capsys.readouterr().out.splitlines()
     rows = [line for line in lines if line]
-    files = [p for p in CONFIGS.rglob("*.yaml") if p.relative_to(CONFIGS).parts[0] != "tables"]
-    assert len(rows) == len(files) - 1  # every file but configs/config.yaml and the paper tables
+    files = [p for p in CONFIGS.rglob("*.yaml") if p.relative_to(CONFIGS).parts[0] not in registry.NOT_GROUPS]
+    assert len(rows) == len(files) - 1  # every file but configs/config.yaml, the paper tables and hardware files
     assert lines.count("") == len({line.split()[0] for line in rows}) - 1  # a blank line between groups
     assert len({len(line) - len(line.split(maxsplit=2)[2]) for line in rows}) == 1  # descriptions aligned
     assert "experiment" in {line.split()[0] for line in rows}

@@ -13,11 +13,13 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 PRIMARY = "config"  # configs/config.yaml: the run's config; every folder beside it is a group
+NOT_GROUPS = ("tables", "hardware")  # folders of the table tools' own files (paper tables, hardware for `tables plan`)
 
 # The context assembler each chunker is meant for, where it is not the default `budget`; the
 # chunker configs say the same in prose ("Pair with context=..."), which a test checks. It
@@ -34,32 +36,75 @@ CONTEXT_FOR = {
 }
 
 
-def compose(overrides: Sequence[str] = ()) -> DictConfig:
+def compose(overrides: Sequence[str] = (), store: Any = None) -> DictConfig:
     """``configs/config.yaml`` with Hydra overrides, composed as a run composes it.
 
     Hydra composes in two steps: the defaults list with its group choices (``chunker=hichunk``),
     then each value override (``chunker.size=200``) set on the result. Only the first step reads
     and merges YAML (a tenth of a second each), so it runs once per set of group choices, and a
     table's grid points that differ only in values (431 smoke points, 93 sets of choices) share it.
-    The second step is Hydra's own, on a copy: the same result, errors and all."""
+    The second step is Hydra's own, on a copy: the same result, errors and all. With ``store``
+    (a :class:`harness.cache.Cache`) the first step's result is also kept there across processes
+    and runs, under the contents of every config file (:func:`stored_choices`)."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    first, values = _split(overrides)
+    choices = tuple(o.input_line for o in first)
+    cfg = copy.deepcopy(_compose_choices(choices) if store is None else stored_choices(choices, store))
+    ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+    return cfg
+
+
+def stored_choices(choices: tuple[str, ...], store: Any) -> DictConfig:
+    """The first step's composition from ``store`` when an earlier process made it from the same
+    config files (their paths and bytes, and Hydra's and OmegaConf's versions, are in the key),
+    else composed and stored."""
+    from harness.cache import make_key
+
+    key = make_key("compose", _config_digest(), choices)
+    cfg = store.get("compose", key)
+    if cfg is None:
+        cfg = _compose_choices(choices)
+        store.put("compose", key, cfg)
+    return cfg
+
+
+@lru_cache(maxsize=1)
+def _config_digest() -> str:
+    import hashlib
+
+    import hydra
+    import omegaconf
+
+    h = hashlib.sha256(f"hydra {hydra.__version__} omegaconf {omegaconf.__version__}".encode())
+    for path in sorted(CONFIGS.rglob("*.yaml")):
+        if path.relative_to(CONFIGS).parts[0] not in NOT_GROUPS:
+            h.update(path.relative_to(CONFIGS).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def first_step(overrides: Sequence[str]) -> tuple[str, ...]:
+    """The overrides Hydra's first step composes (the group choices): configs whose first steps
+    are equal share one composition."""
+    return tuple(o.input_line for o in _split(overrides)[0])
+
+
+def _split(overrides: Sequence[str]):
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    def first_step(o) -> bool:
+    def first(o) -> bool:
         # a sweep, a package or anything of Hydra's own goes there too, which refuses or places
         # it exactly as a single composition would
         return (o.is_sweep_override() or o.package is not None or o.key_or_group in _groups()
                 or o.key_or_group.split(".")[0].split("/")[0] == "hydra")
 
-    first, values = [], []
+    firsts, values = [], []
     for o in OverridesParser.create().parse_overrides(list(overrides)):
-        (first if first_step(o) else values).append(o)
-    cfg = copy.deepcopy(_compose_choices(tuple(o.input_line for o in first)))
-    ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
-    return cfg
+        (firsts if first(o) else values).append(o)
+    return firsts, values
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=512)   # every table's sets of choices at full scale (254) fit: none is composed twice
 def _compose_choices(overrides: tuple[str, ...]) -> DictConfig:
     """A Hydra composition; callers get copies (:func:`compose`), never this object."""
     from hydra import compose as hydra_compose
@@ -81,9 +126,10 @@ def llm_overrides(choice: str, settings: Sequence[str] = ()) -> list[str]:
 
 def groups() -> list[str]:
     """Every config group: each folder holding config files, nested ones as ``a/b``; not the
-    paper tables (``configs/tables``), which are files of the table runner, not of Hydra."""
+    paper tables (``configs/tables``) nor the hardware files of ``tables plan``
+    (``configs/hardware``), which are files of the table tools, not of Hydra."""
     return sorted({p.parent.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml")
-                   if p.relative_to(CONFIGS).parts[0] != "tables"} - {"."})
+                   if p.relative_to(CONFIGS).parts[0] not in NOT_GROUPS} - {"."})
 
 
 def choices(group: str) -> list[str]:

@@ -1,0 +1,146 @@
+"""``tables plan`` as text: one block per table and one for the total, every figure labelled an
+estimate, each role's throughput source named, each gap said (never counted as zero); and the
+smoke scale's CPU seconds where the cache recorded them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.cache import make_key, open_cache
+from harness.report.tables.plan import Planner, TablePlan, data_key
+
+
+def _n(x: float) -> str:
+    """A count in a short, readable form (tokens run to billions)."""
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:.1f}{unit}"
+    return f"{x:.0f}"
+
+
+def _hours(h: float, missing: dict[str, int]) -> str:
+    text = f"{h:,.1f} GPU-h" if h >= 0.1 or not h else f"{h * 60:.1f} GPU-min"
+    n = sum(missing.values())
+    return text + (f" + unknown ({n} stage work(s) without a size or a throughput figure)" if n else "")
+
+
+def _roles(rows: list[dict[str, Any]], indent: str, smoke: bool = False) -> list[str]:
+    """One line per role and model: the work counted, its GPU-hours, and what is not counted."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["role"], r["model"])):
+        tp = f" TP{r['tensor_parallel']}" if r["tensor_parallel"] > 1 else ""
+        if not r["counted"]:
+            work = "work unknown"
+        elif r["backend"] in ("VLLM", "TransformersLLM", "OpenAILLM"):
+            work = f"prefill {_n(r['prefill'])} tok, decode <= {_n(r['decode'])} tok, {_n(r['calls'])} calls"
+        else:
+            work = f"embedded {_n(r['embedded'])} tok"
+        if smoke:
+            gpu = ""
+        elif r["backend"].startswith("OpenAI"):
+            gpu = "served: API tokens, no GPU"
+        elif r["no_figure"] or not r["counted"]:
+            gpu = "GPU-h unknown" if not r["gpu_s"] else f"{_hours(r['gpu_hours'], {})} + unknown"
+        else:
+            gpu = _hours(r["gpu_hours"], {})
+        line = f"{indent}{r['role']:<26} {r['model'] + tp:<42} {work:<56} {gpu}"
+        gaps = [w for w in r["why"] if not w.startswith(("class ", "served"))]
+        if r["work_unknown"] or (r["no_figure"] and not smoke):
+            line += f"  ({r['work_unknown'] + r['no_figure']} of {r['counted'] + r['work_unknown']} stage works: " \
+                    f"{'; '.join(gaps)[:160]})"
+        out.append(line)
+    return out
+
+
+def _cpu(c: dict[str, Any] | None) -> str:
+    if not c or not c["stages"]:
+        return "CPU: no cached timing"
+    got = f"CPU from the cache: chunking {c['seconds']:,.0f} s ({c['found']} of {c['stages']} chunk stages"
+    return got + (")" if c["found"] == c["stages"] else f"; {c['stages'] - c['found']} with no cached timing)")
+
+
+def text(r: dict[str, Any]) -> str:
+    sl, smoke = r["launcher"], r["scale"] == "smoke"
+    cached = r.get("cached_cpu_seconds") or {}
+    head = (f"ChunkBench plan at smoke scale: what the smoke run does here (bundled data and CPU models); work "
+            f"counted as at full scale, time from the cache's recorded seconds" if smoke
+            else f"ChunkBench plan at {r['scale']} scale: {r['label']}")
+    jobs = ("  runs: each point in turn, in this process (`tables run`), on the CPU" if smoke else
+            f"  jobs: one SLURM array task per runnable point ({sl['file']}: gpus_per_task {sl['gpus_per_task']}, "
+            f"at most {sl['array_parallelism']} at once, {sl['timeout_min']} min limit); a point whose vLLM role has "
+            f"tensor_parallel_size n asks for n GPUs")
+    lines = [head, f"  work per method measured on {r['method_work']} (harness/report/tables/method_work.json)", jobs,
+             "  shared stages (same name, version, config slices and upstream: the runner's cache key) count once", ""]
+    for t in r["tables"]:
+        gpus = ", ".join(f"{n} x {g} GPU" for g, n in sorted(t["jobs_by_gpus"].items(), key=lambda kv: int(kv[0])))
+        stages = ", ".join(f"{k} {v}" for k, v in t["stages_computed"].items())
+        jobs = "run here one after another by `tables run`" if smoke else f"{t['jobs']} jobs ({gpus or 'none'})"
+        lines += [f"[{t['table']}] {t['points']} points ({t['not_run_at_scale']} not run at this scale), "
+                  f"{jobs}; {_n(t['documents'])} documents and {_n(t['questions'])} "
+                  f"questions read (summed over points); stages computed: {stages or 'none'}",
+                  f"    {_cpu((cached.get('tables') or {}).get(t['table'])) if smoke else _hours(t['gpu_hours'], t['missing'])}"
+                  + ("" if t["roles"] else " (no model role: no GPU work)")]
+        lines += _roles(t["roles"], "    ", smoke)
+        lines += [f"    size {why} [{n} point(s)]" for why, n in t["sizes"].items()]
+        for p in t.get("points_detail") or []:
+            hours = "" if smoke else f", {p['gpu_hours_alone']:.2f} GPU-h alone" + (
+                f" + unknown ({p['role_works_missing']} role work(s))" if p["role_works_missing"] else "")
+            lines.append(f"      point {p['point']}: {_n(p['documents'] or 0) if p['documents'] is not None else '?'} docs, "
+                         f"{_n(p['questions'] or 0) if p['questions'] is not None else '?'} questions, "
+                         f"{p['gpus']} GPU(s){hours}")
+        if t.get("pairwise"):
+            lines.append(f"    + pairwise judging ({t['pairwise']}): not counted here")
+    tot = r["total"]
+    lines += ["", f"TOTAL: {tot['points']} points{'' if smoke else ', ' + str(tot['jobs']) + ' jobs'}; "
+                  f"stages computed once across tables: "
+                  + ", ".join(f"{k} {v}" for k, v in tot["stages_computed"].items()),
+              f"    {_cpu(cached.get('total')) if smoke else _hours(tot['gpu_hours'], tot['missing'])}"
+              + ("" if smoke else f"  [{r['label']}]")]
+    lines += _roles(tot["roles"], "    ", smoke)
+    if smoke:
+        lines += ["", "Other stages' seconds are in the MLflow record of a run (stage_seconds/*), not in the cache."]
+        return "\n".join(lines)
+    if tot["missing"]:
+        lines += ["", "Not estimated (missing, not zero): stage works by reason"]
+        lines += [f"    {n:>5} x {why}" for why, n in sorted(tot["missing"].items(), key=lambda kv: -kv[1])[:15]]
+    hw = r["hardware"]
+    lines += ["", f"Hardware file {hw['file']} ({hw['gpu']}); assumptions:"]
+    lines += [f"    - {a}" for a in hw["assumptions"]]
+    lines += ["  figures (per GPU):"]
+    for f in hw["figures"]:
+        value = "none" if f["value"] is None else f"{f['value']:,.0f} tok/s"
+        lines.append(f"    {f['kind']} {f['class']} {f['figure']}: {value} [{f['source']}]"
+                     + (f" ({f['note']})" if f.get("note") else ""))
+    return "\n".join(lines)
+
+
+def cached_chunk_seconds(plans: list[TablePlan], planner: Planner) -> dict[str, Any]:
+    """Chunking seconds of each distinct smoke chunk stage, read from the cache's per-document
+    entries (``DocChunks.seconds``: what computing it cost, reused LLM calls included), where the
+    cache has every document of it; the key is the runner's (namespace ``chunk_doc``). Per table
+    (its own distinct stages) and in total (each once)."""
+    from harness.pipeline.runner import doc_digest
+    from harness.pipeline.stages import STAGES
+
+    stage = next(s for s in STAGES if s.name == "chunk")
+    cache_dir = next(iter(planner.composed.values())).cache_dir
+    cache = open_cache(cache_dir)
+    seconds: dict[str, float | None] = {}
+
+    def of(p) -> float | None:
+        identity = p.stages["chunk"]
+        if identity not in seconds:
+            ds = planner.loaded.get(data_key(p.slices))
+            slices = [p.slices[g] for g in stage.reads]
+            entries = [cache.get(f"{stage.name}_doc", make_key(f"{stage.name}_doc", stage.version, slices, doc_digest(d)))
+                       for d in (ds.documents if ds is not None else [])]
+            seconds[identity] = sum(e.seconds for e in entries) if entries and all(e is not None for e in entries) else None
+        return seconds[identity]
+
+    def summed(points) -> dict[str, Any]:
+        found = {p.stages["chunk"]: of(p) for p in points}
+        known = [v for v in found.values() if v is not None]
+        return {"stages": len(found), "found": len(known), "seconds": sum(known)}
+
+    return {"cache": cache_dir, "tables": {tp.spec.id: summed(tp.points) for tp in plans},
+            "total": summed([p for tp in plans for p in tp.points])}

@@ -1,0 +1,266 @@
+"""The work of one stage of one grid point, per model role: how many documents and questions the
+point reads, and from them the tokens each role prefills, decodes (at most) and embeds.
+
+Sizes come from the data where it is here (``--scale smoke``: the bundled samples, loaded and
+counted), else from the paper: the table's declared dataset (``paper.datasets``: documents,
+questions) and the papers' dataset statistics in ``results/papers/`` (words, sentences or tokens
+per document), turned into cl100k tokens with the ratios measured on the bundled documents
+(:mod:`.measure`). A size nothing gives is unknown, and so is every work that needs it: never 0.
+
+Per role (``Role.path``; the stage is the one that reads the role's config group):
+
+    chunker.llm         documents x tokens/doc / 1000 x the method's measured prompt (and scored)
+                        tokens per 1,000 document tokens; decode: its calls x their reply budget
+                        (the point's own ``max_tokens``-like settings), an upper bound
+    chunker.embedder    the same with the method's measured embedded tokens
+    retriever[.embedder] the method's indexed chunk tokens per 1,000 document tokens, plus the
+                        questions (each embedded once)
+    responder.llm       per question: its template, the question and a full context
+                        (``responder.max_context_tokens``, else ``context.budget``), an upper
+                        bound; decode: the template's (or the responder's) ``max_tokens``
+    metrics.fact_cov.llm per question: one extraction and ``repetitions`` coverage calls, each
+                        its template, the question and a full-length response; decode: ``max_tokens``
+    metrics.chunkscore.* every indexed chunk scored with and without the document (llm) or
+                        embedded (embedder)
+    metrics.rewrite_perplexity.llm  every chunk's source and rewrite scored: 2 x the document tokens
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from harness.pipeline.roles import Role
+from harness.report.tables.measure import scalars
+
+PAPERS = Path(__file__).resolve().parents[3] / "results" / "papers"
+
+
+@dataclass(frozen=True)
+class DataSize:
+    documents: float | None
+    questions: float | None
+    doc_tokens: float | None        # cl100k tokens per document
+    question_tokens: float | None   # cl100k tokens per question
+    source: str                     # where the numbers came from
+
+    def doc_k(self) -> float | None:
+        """Thousands of document tokens in all (what a chunker reads)."""
+        if self.documents is None or self.doc_tokens is None:
+            return None
+        return self.documents * self.doc_tokens / 1000
+
+
+@dataclass
+class RoleWork:
+    """What one role does in one stage: tokens in (prefill or embedded) and out (decoded)."""
+
+    role: str
+    model: str
+    kind: str                  # llm | embedder | encoder
+    backend: str
+    tensor_parallel: int = 1
+    prefill: float = 0.0       # llm: prompt and scored tokens
+    decode: float = 0.0        # llm: reply-budget tokens (an upper bound)
+    embedded: float = 0.0      # embedder / encoder
+    calls: float = 0.0
+    missing: str | None = None  # why this work is unknown (then the numbers above mean nothing)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def served(self) -> bool:
+        """Behind an OpenAI-compatible API: tokens, no GPU of ours."""
+        return self.backend in ("OpenAILLM", "OpenAIEmbedder")
+
+
+# --- dataset sizes -------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def _csv(path: Path) -> list[dict[str, str]]:
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def _stat(rel: str, row: str, column: str) -> float | None:
+    for r in _csv(PAPERS / rel):
+        if r.get("row") == row and r.get("column") == column and r.get("value") not in (None, "", "-"):
+            return float(r["value"])
+    return None
+
+
+def _qu(dataset: str, table: str) -> dict[str, str] | None:
+    for r in _csv(PAPERS / "qu_et_al_tables4_5_datasets.csv"):
+        if r["dataset"].lower() == dataset.lower() and r["table"] == table:
+            return r
+    return None
+
+
+def loader(ds: dict[str, Any]) -> str:
+    """The dataset's config choice, from its loader's module (``harness.data.hicbench.X``: hicbench)."""
+    parts = str(ds.get("_target_") or "").split(".")
+    return parts[2] if len(parts) > 3 else str(ds.get("name") or "")
+
+
+def paper_length(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float | None, float | None, str]:
+    """(cl100k tokens per document, per question, source) from the papers' statistics for the
+    dataset a point loads (its resolved ``dataset`` config), or (None, None, why not)."""
+    name, subset = loader(ds), str(ds.get("subset") or "")
+    per_word, per_sentence = work["cl100k_per_word"], work["words_per_sentence"] * work["cl100k_per_word"]
+    hichunk = {"qasper": "qasper", "gutenqa": "gutenqa", "ohrbench": "ohrbench"}.get(name)
+    if name == "hicbench":
+        hichunk = {"HiCBench": "hicbench_t1", "qasper_all": "qasper", "OHRBench_sub": "ohrbench",
+                   "GutenQA": "gutenqa"}.get(subset)
+    if hichunk:
+        words = _stat("hichunk/table2.csv", hichunk, "stats/word_d")
+        wq = _stat("hichunk/table2.csv", hichunk, "stats/word_q")
+        if words is not None:
+            return (words * 1000 * per_word, wq * per_word if wq else None,
+                    f"HiChunk Table 2 ({hichunk}: {words:g}k words/doc) x {per_word} cl100k tokens/word")
+    if name in ("nq", "wikiweb2m"):
+        row = f"{name}_{'train' if ds.get('split') == 'train' else 'test'}"
+        tokens = _stat("mc_indexing/table1.csv", row, "stats/tokens_doc")
+        if tokens is not None:
+            return tokens * 1000, None, f"MC-indexing Table 1 ({row}: {tokens:g}k cl100k tokens/doc)"
+    qu_name = {"beir_stitched": str(ds.get("corpus") or ""), "ragbench": subset}.get(name, name)
+    for table in ("4", "5"):
+        r = _qu(qu_name, table) if qu_name else None
+        if r is None:
+            continue
+        sent = r["sent_per_doc_stitched"] if name == "beir_stitched" else r["sent_per_doc"]
+        if sent:
+            return (float(sent) * per_sentence, None,
+                    f"Qu et al. Table {table} ({r['dataset']}: {sent} sentences/doc) x {work['words_per_sentence']} "
+                    f"words/sentence x {per_word} cl100k tokens/word")
+    return None, None, f"no published document length for {name}{'/' + subset if subset else ''}"
+
+
+def paper_size(declared: list[dict[str, Any]], ds: dict[str, Any], work: dict[str, Any]) -> DataSize:
+    """A full-scale point's size: the table's declared dataset entry, the papers' statistics,
+    the loader's own caps (``limit_docs``, ``limit_queries``)."""
+    entry = declared[0] if declared else {}
+    docs, questions = entry.get("documents"), entry.get("questions")
+    tokens, q_tokens, where = paper_length(ds, work)
+    for key, value in (("limit_docs", docs), ("limit_queries", questions)):
+        cap = ds.get(key)
+        if cap is not None and value is not None:
+            if key == "limit_docs":
+                docs = min(docs, cap)
+            else:
+                questions = min(questions, cap)
+    q_tokens = q_tokens or work.get("question_cl100k")
+    source = (f"{entry.get('name', 'undeclared dataset')}: {docs if docs is not None else '? (not declared)'} docs, "
+              f"{questions if questions is not None else '? (not declared)'} questions (the table's paper block); {where}")
+    return DataSize(None if docs is None else float(docs), None if questions is None else float(questions),
+                    tokens, q_tokens, source)
+
+
+# --- work per role ----------------------------------------------------------------------------
+
+def method_entry(chunker: dict[str, Any], work: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The measured method with the point's chunker class whose settings agree most with the
+    point's (a setting the point changes, e.g. a window, is read from the point where it is a
+    reply budget, else taken at the measured default)."""
+    target, mine = chunker.get("_target_"), scalars(chunker)
+    found = [(name, e) for name, e in work["methods"].items() if e["target"] == target]
+    if not found:
+        return None
+    def agreement(entry: dict[str, Any]) -> int:   # settings alike, less settings that differ
+        return sum(1 if mine.get(k) == v else -1 for k, v in entry["settings"].items() if k in mine)
+
+    return max(found, key=lambda ne: agreement(ne[1]))
+
+
+def _template(responder: dict[str, Any], ds: dict[str, Any]) -> dict[str, Any]:
+    """The template the responder picks: by the question's task (a LongBench subset), else the
+    dataset's name (a null name is ``<loader>/<subset>``), else ``default``."""
+    templates = responder.get("templates") or {}
+    name = responder.get("template", "auto")
+    dataset = str(ds.get("name") or f"{loader(ds)}/{ds.get('subset') or ds.get('corpus') or ''}")
+    if name == "auto":
+        name = next((n for n in (ds.get("subset"), dataset, dataset.rsplit("/", 1)[-1]) if n in templates), "default")
+    return templates.get(name) or {}
+
+
+def role_work(role: Role, slices: dict[str, Any], size: DataSize, work: dict[str, Any], count) -> RoleWork:
+    """The work of ``role`` at a point whose resolved config groups are ``slices``; ``count``
+    counts cl100k tokens (template overheads)."""
+    out = RoleWork(role.path, role.model, role.kind, role.backend, int(role.settings.get("tensor_parallel_size") or 1))
+    group = role.path.split(".")[0].split("[")[0]
+    doc_k, q = size.doc_k(), size.questions
+    wp = work["wordpiece_per_cl100k"]
+    method = method_entry(slices.get("chunker") or {}, work) if group in ("chunker", "retriever", "metrics") else None
+    per = method[1]["per_1k_doc_tokens"] if method else None
+    if method:
+        out.notes.append(f"method work measured as chunker={method[0]}")
+
+    def need(*values) -> bool:
+        if any(v is None for v in values):
+            out.missing = out.missing or f"unknown: {size.source}"
+            return False
+        return True
+
+    if group == "chunker":
+        if per is None:
+            out.missing = f"no measured work for {slices['chunker'].get('_target_')}: run scripts/measure_method_work.py"
+        elif need(doc_k) and role.kind == "llm":
+            settings = scalars(slices["chunker"])
+            budget = sum(n * float(settings.get(p) or 0) for p, n in per["llm_calls_by_budget"].items())
+            out.prefill = doc_k * (per["llm_prompt"] + per["llm_scored"])
+            out.decode = doc_k * (budget + per["llm_decode_unattributed"])
+            out.calls = doc_k * per["llm_calls"]
+        elif need(doc_k):
+            out.embedded = doc_k * per["embedded"]
+    elif group == "retriever":
+        if per is None:
+            out.missing = f"no measured chunks for {slices['chunker'].get('_target_')}: run scripts/measure_method_work.py"
+        elif need(doc_k):
+            out.embedded = doc_k * per["indexed"]
+            if q is not None and size.question_tokens is not None:
+                out.embedded += q * size.question_tokens * wp
+            else:  # a few hundred short texts beside the corpus: the documents' work still counts
+                out.notes.append("the questions' embeddings are not counted: their number is not declared")
+    elif group == "responder" and need(q, size.question_tokens):
+        r = slices["responder"]
+        tpl = _template(r, slices.get("dataset") or {})
+        context = r.get("max_context_tokens") or (slices.get("context") or {}).get("budget")
+        if context is None and need(size.doc_tokens):
+            context = size.doc_tokens
+            out.notes.append("no context cap: the whole document counted")
+        overhead = count(str(tpl.get("prompt", "")).replace("{context}", "").replace("{input}", ""))
+        out.prefill = q * (overhead + size.question_tokens + float(context or 0))
+        out.decode = q * float(r.get("max_tokens") or tpl.get("max_tokens") or 0)
+        out.calls = q
+    elif group == "metrics":
+        _metric_work(out, role, slices, size, per, work, count, need)
+    elif group not in ("chunker", "retriever", "responder"):
+        out.missing = f"the work of role {role.path} is not modelled"
+    return out
+
+
+def _metric_work(out: RoleWork, role: Role, slices, size: DataSize, per, work, count, need) -> None:
+    metric = role.path.split(".")[1]
+    node = (slices.get("metrics") or {}).get(metric) or {}
+    doc_k, q = size.doc_k(), size.questions
+    if metric == "fact_cov" and need(q, size.question_tokens):
+        from harness.metrics.fact_cov import COVERAGE_PROMPT, EXTRACTION_PROMPT
+
+        reps = int(node.get("repetitions") or 1)
+        answer = float((slices.get("responder") or {}).get("max_tokens") or node.get("max_tokens") or 0)
+        prompt = count(COVERAGE_PROMPT) * reps + count(EXTRACTION_PROMPT) + (reps + 1) * (size.question_tokens + answer)
+        out.prefill, out.decode = q * prompt, q * (reps + 1) * float(node.get("max_tokens") or 0)
+        out.calls = q * (reps + 1)
+        out.notes.append("fact extraction counted for every question (skipped where the data ships facts)")
+    elif metric == "chunkscore" and per is not None and need(doc_k):
+        if role.kind == "llm":
+            out.prefill = 2 * doc_k * per["indexed"] / work["wordpiece_per_cl100k"]
+        else:
+            out.embedded = doc_k * per["indexed"]
+    elif metric == "rewrite_perplexity" and need(doc_k):
+        out.prefill = 2 * doc_k * 1000
+        out.notes.append("every chunk counted as rewritten (an upper bound)")
+    elif not out.missing and out.prefill == out.embedded == 0:
+        out.missing = out.missing or f"the work of role {role.path} is not modelled"
+
