@@ -15,7 +15,7 @@ from harness.types import ConfigError, DataError  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
-def main(cfg: DictConfig) -> float | None:
+def main(cfg: DictConfig) -> float | dict | None:
     from omegaconf import OmegaConf
 
     from harness.quiet import offline_when_local, quiet_logs, quiet_progress
@@ -41,6 +41,10 @@ def main(cfg: DictConfig) -> float | None:
         if cfg.tracking.enabled:  # a bad option or an unusable store stops the run before any work
             check_store_options(cfg)
             open_store(cfg.tracking.uri, create=False)
+        if cfg.get("table_point") is not None:  # a job of a paper table's grid (hydra/sweeper=table)
+            from harness.report.tables.submit import run_job
+
+            return run_job(cfg)
         pipeline = Pipeline(cfg)  # builds and validates every component before any work
         check_objective(cfg.objective, pipeline.c.metrics, hydra_cfg.overrides.task)
         result = pipeline.run()

@@ -5,6 +5,7 @@
     python -m harness.cli judge RUN_A RUN_B [--llm-config CHOICE] [--set KEY=VALUE]... [--cache DIR] [--out FILE]
     python -m harness.cli ls [GROUP]
     python -m harness.cli tables {validate,explain,run,render,reproduce} [--tables hichunk/table3,lgmgc/*] [--scale smoke]
+    python -m harness.cli tables run --tables ... --scale full --set profile=cluster   (a SLURM job array)
     python -m harness.cli tables plan [--tables ...] [--scale full] [--hardware FILE] [--json]
     python -m harness.cli tables calibrate --hardware FILE [--models ID,...] [--seconds N]
 
@@ -103,25 +104,47 @@ def tables(args: argparse.Namespace, cfg) -> None:
     if args.action in ("validate", "reproduce"):
         check_tables(specs, args.scale, extra)
     if args.action in ("run", "reproduce"):
+        from harness.report.tables import submit
+
+        if submit.uses_launcher(extra):  # profile=cluster, hydra/launcher=...: the points as jobs
+            submit.submit(specs, args.scale, extra)
+        else:
+            preflight(extra)
+            for s in specs:
+                grid.run_table(s, args.scale, extra)
         for s in specs:
-            grid.run_table(s, args.scale, extra)
             if s.pairwise:  # MC-indexing Figure 3: judge a's answers against b's, once both runs are recorded
                 from harness.report.tables import pairwise
 
                 pairwise.judge_table(s, args.scale, extra)
     if args.action in ("render", "reproduce"):
         uri, out = tracking_uri(args, cfg), Path(args.out or render.RESULTS)
-        built = [render.build(s, uri, args.scale) for s in specs]
+        preflight_store(uri)
+        built = [render.build(s, uri, args.scale, extra) for s in specs]
         for t in built:
             render.write(t, out)
             print(f"[{t.spec.id}] {t.filled}/{t.total} cells -> {out / t.spec.id}.md (.csv, .tex"
                   + (", .png)" if t.spec.is_figure or t.spec.series or t.spec.pairwise else ")"))
         # the index lists every table; the ones just rendered are not read from the record again
         done = {t.spec.id: t for t in built}
-        every = [done.get(s.id) or render.build(s, uri, args.scale) for s in spec.all_specs()]
+        every = [done.get(s.id) or render.build(s, uri, args.scale, extra) for s in spec.all_specs()]
         plots = pareto.write(uri, args.scale, out)
         print(f"{len(plots)} quality-vs-cost plot(s) -> {out / 'pareto'}")
         print(f"index -> {render.index(every, plots, out)}")
+
+
+def preflight(extra: list[str]) -> None:
+    """What a sweep checks before it queues anything (the tracking store or server, cache.dir, the
+    LLM servers), checked before a table runs in this process: one line, not a traceback mid-grid."""
+    from harness.pipeline.preflight import check_submission
+
+    check_submission(registry.compose(extra))
+
+
+def preflight_store(uri: str) -> None:
+    from harness.pipeline.preflight import check_tracking
+
+    check_tracking(uri)  # a server that does not answer: one line, not MLflow's retries
 
 
 def check_tables(specs, scale: str, extra: list[str]) -> None:
@@ -244,7 +267,9 @@ def parser() -> argparse.ArgumentParser:
                         "calibrate: measure throughput on this GPU node into the hardware file")
     p.add_argument("--tables", default="all", help="comma-separated globs over table ids, e.g. hichunk/table3,lgmgc/*")
     p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
-    p.add_argument("--set", action="append", default=[], metavar="OVERRIDE", help="a Hydra override for every run")
+    p.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
+                   help="a Hydra override for every run; run/reproduce with profile=cluster or hydra/launcher=... "
+                        "queue the grid points as the launcher's jobs (a SLURM array) instead of running them here")
     p.add_argument("--out", default=None, help="where the rendered files go (default: the repository's results/)")
     p.add_argument("--json", action="store_true", help="explain: a JSON list, one object per grid point; "
                                                        "plan: the plan as JSON, with every point's work")

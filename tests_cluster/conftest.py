@@ -19,6 +19,16 @@ import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SLURM = REPO / "scripts" / "slurm_local.sh"
+# The local SLURM node has 2 CPUs and no GPU: jobs ask for what it has.
+LAUNCHER = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.gpus_per_task=null",
+            "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=20",
+            "hydra.launcher.setup=[]"]
+
+
+@pytest.fixture(scope="session")
+def launcher() -> list[str]:
+    """The overrides that send a sweep's jobs to the local cluster's one partition."""
+    return LAUNCHER
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +41,25 @@ def slurm(tmp_path_factory):
     os.environ["SLURM_CONF"] = conf
     yield conf
     subprocess.run(["bash", str(SLURM), "down"], env=env, check=False)
+
+
+def slurm_states(sweep_dir: Path, timeout: float = 120) -> dict[str, str]:
+    """sacct's final state of every job submitit submitted for a sweep (its folder names the ids).
+    A job whose result is written may still be ending in SLURM: wait for it."""
+    ids = sorted({p.name.split("_")[0] for p in (sweep_dir / ".submitit").iterdir() if p.is_dir()})
+    deadline = time.time() + timeout
+    while True:
+        out = subprocess.run(["sacct", "--noheader", "--parsable2", "--allocations", "--format=JobID,State",
+                              *[f"--jobs={i}" for i in ids]], capture_output=True, text=True, check=True).stdout
+        states = dict(line.split("|")[:2] for line in out.splitlines() if line)
+        if time.time() > deadline or not {"PENDING", "RUNNING", "COMPLETING"} & set(states.values()):
+            return states
+        time.sleep(1)
+
+
+@pytest.fixture(scope="session")
+def sacct():
+    return slurm_states
 
 
 def free_port() -> int:

@@ -20,10 +20,6 @@ REPO = Path(__file__).resolve().parents[1]
 # Four jobs that share everything up to retrieval (same chunks, same embeddings), on the four
 # one-page OHR-Bench documents: the shared stages must be computed once, by one job.
 SWEEP = ["dataset.domains=[news,textbook]", "chunker=fixed", "context=topk", "context.k=1,2,3,5"]
-# The local SLURM node has 2 CPUs and no GPU: jobs ask for what it has.
-SLURM = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.gpus_per_task=null",
-         "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=20",
-         "hydra.launcher.setup=[]"]
 REPORT: dict = {}
 
 
@@ -55,20 +51,6 @@ def embedding_misses(run) -> int:
     return int(re.search(r"(\d+) misses", tag).group(1))
 
 
-def slurm_states(sweep_dir: Path, timeout: float = 120) -> dict[str, str]:
-    """sacct's final state of every job submitit submitted for the sweep (its folder names the
-    ids). A job whose result is written may still be ending in SLURM: wait for it."""
-    ids = sorted({p.name.split("_")[0] for p in (sweep_dir / ".submitit").iterdir() if p.is_dir()})
-    deadline = time.time() + timeout
-    while True:
-        out = subprocess.run(["sacct", "--noheader", "--parsable2", "--allocations", "--format=JobID,State",
-                              *[f"--jobs={i}" for i in ids]], capture_output=True, text=True, check=True).stdout
-        states = dict(line.split("|")[:2] for line in out.splitlines() if line)
-        if time.time() > deadline or not {"PENDING", "RUNNING", "COMPLETING"} & set(states.values()):
-            return states
-        time.sleep(1)
-
-
 @pytest.fixture(scope="module")
 def local_sweep(tmp_path_factory):
     root = tmp_path_factory.mktemp("local")
@@ -85,16 +67,16 @@ def shared(tmp_path_factory):
     return tmp_path_factory.mktemp("shared")
 
 
-def submit(shared: Path, mlflow_server: str, name: str, *extra: str, check: bool = True):
-    return harness(*SWEEP, *SLURM, *extra, f"cache.dir={shared}/cache", f"tracking.uri={mlflow_server}",
+def submit(shared: Path, mlflow_server: str, launcher: list[str], name: str, *extra: str, check: bool = True):
+    return harness(*SWEEP, *launcher, *extra, f"cache.dir={shared}/cache", f"tracking.uri={mlflow_server}",
                    "experiment_name=cluster", f"hydra.sweep.dir={shared}/{name}", check=check)
 
 
-def test_slurm_sweep_matches_local_and_computes_shared_stages_once(slurm, mlflow_server, shared, local_sweep):
+def test_slurm_sweep_matches_local_and_computes_shared_stages_once(slurm, mlflow_server, shared, local_sweep, sacct, launcher):
     t0 = time.perf_counter()
-    submit(shared, mlflow_server, "first")
+    submit(shared, mlflow_server, launcher, "first")
     REPORT["slurm_sweep_seconds"] = time.perf_counter() - t0
-    states = slurm_states(shared / "first")
+    states = sacct(shared / "first")
     assert len(states) == 4 and set(states.values()) == {"COMPLETED"}, states
     remote = runs(mlflow_server, "cluster")
     assert sorted(remote) == sorted(local_sweep) == ["1", "2", "3", "5"]
@@ -109,10 +91,10 @@ def test_slurm_sweep_matches_local_and_computes_shared_stages_once(slurm, mlflow
     assert unique > 0 and REPORT["embedding_calls"] == unique
 
 
-def test_resubmitted_sweep_is_served_from_the_cache(slurm, mlflow_server, shared):
+def test_resubmitted_sweep_is_served_from_the_cache(slurm, mlflow_server, shared, launcher):
     before = {r.info.run_id for r in runs(mlflow_server, "cluster").values()}
     t0 = time.perf_counter()
-    submit(shared, mlflow_server, "second", "tracking.rerun=new")  # logged again, to show where its stages came from
+    submit(shared, mlflow_server, launcher, "second", "tracking.rerun=new")  # logged again, to show where its stages came from
     REPORT["slurm_resubmission_seconds"] = time.perf_counter() - t0
     client = MlflowClient(mlflow_server)
     exp = client.get_experiment_by_name("cluster")
@@ -123,12 +105,12 @@ def test_resubmitted_sweep_is_served_from_the_cache(slurm, mlflow_server, shared
         assert stages and set(stages.values()) == {"cached"}, stages
 
 
-def test_cancelled_job_resumes_from_the_cache_with_identical_metrics(slurm, mlflow_server, tmp_path):
+def test_cancelled_job_resumes_from_the_cache_with_identical_metrics(slurm, mlflow_server, tmp_path, sacct, launcher):
     """scancel while the job chunks (a semantic chunker, whose sentence vectors go through the cache
     batch by batch, on a 10-K filing), then the same submission again: it reads what the killed job
     stored and ends with the metrics of an uninterrupted local run."""
     one = ["dataset.domains=[finance,paper]", "chunker=semantic_breakpoint", "context=topk", "context.k=3"]
-    args = [*one, *SLURM, f"cache.dir={tmp_path}/cache", f"tracking.uri={mlflow_server}",
+    args = [*one, *launcher, f"cache.dir={tmp_path}/cache", f"tracking.uri={mlflow_server}",
             "experiment_name=cancelled"]
     first = subprocess.Popen([sys.executable, "-m", "harness", "-m", *args, f"hydra.sweep.dir={tmp_path}/a"],
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -140,7 +122,7 @@ def test_cancelled_job_resumes_from_the_cache_with_identical_metrics(slurm, mlfl
     task = sorted(p.name for p in (tmp_path / "a" / ".submitit").iterdir() if p.is_dir())[0]  # <array id>_0
     subprocess.run(["scancel", task.split("_")[0]], check=True)
     assert first.wait(timeout=600) != 0  # the launcher reports the cancelled job
-    assert slurm_states(tmp_path / "a")[task].startswith("CANCELLED")
+    assert sacct(tmp_path / "a")[task].startswith("CANCELLED")
     assert not runs(mlflow_server, "cancelled")  # nothing recorded for the killed job
 
     harness(*args, f"hydra.sweep.dir={tmp_path}/b")

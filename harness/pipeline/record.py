@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.cache import canonical_json, without_services
 from harness.pipeline.runner import RunResult
 from harness.pipeline.store import (
+    CONFIG_TAG,
     IDENTITY_TAG,
     open_store,
     recorded_in_sqlite,
@@ -186,13 +187,30 @@ def code_state(repo: Path = REPO) -> str:
     return sha if changes == EMPTY_CHANGES else f"{sha}+{changes[:16]}"
 
 
+# What a run is not: Hydra's node, where it is recorded (tracking, the MLflow experiment's name),
+# and the paper-table grid point a table job runs (``table_point``: its tags say it, and a table
+# run's identity takes them as ``extra``), so a plain sweep of a point's config is that config.
+NOT_CONFIG = ("hydra", "tracking", "experiment_name", "table_point")
+
+
+def _config_body(cfg: DictConfig) -> Any:
+    # key by key: a sweeper's job config holds Hydra's node, which resolves only inside its job
+    return without_services({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k])
+                             else cfg[k] for k in cfg if k not in NOT_CONFIG})
+
+
+def config_identity(cfg: DictConfig) -> str:
+    """What a run computes, whatever code computes it: the resolved config without
+    :data:`NOT_CONFIG` and the cache's location. ``tables render`` finds a grid point's run by it
+    when no run carries the point's tags (a plain ``-m`` sweep of the same settings)."""
+    return hashlib.sha256(canonical_json(_config_body(cfg)).encode()).hexdigest()[:32]
+
+
 def run_identity(cfg: DictConfig, extra: Any = None, code: str | None = None) -> str:
-    """What makes two runs the same: the resolved config without hydra, tracking and the cache's
-    location (none of them changes a result), and the code (:func:`code_state`, or ``code`` when
-    the caller has it); ``extra``: anything else that tells runs apart (a table's grid point)."""
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    body = without_services({k: v for k, v in resolved.items() if k not in ("hydra", "tracking")})
-    parts = [body, code or code_state()] + ([extra] if extra is not None else [])
+    """What makes two runs the same: the config as :func:`config_identity` reads it, and the code
+    (:func:`code_state`, or ``code`` when the caller has it); ``extra``: anything else that tells
+    runs apart (a table's grid point)."""
+    parts = [_config_body(cfg), code or code_state()] + ([extra] if extra is not None else [])
     return hashlib.sha256(canonical_json(parts).encode()).hexdigest()[:32]
 
 
@@ -252,7 +270,7 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, s
 
     uri = cfg.tracking.uri
     open_store(uri)
-    tags = {IDENTITY_TAG: run_identity(cfg), **(tags or {})}
+    tags = {IDENTITY_TAG: run_identity(cfg), CONFIG_TAG: config_identity(cfg), **(tags or {})}
     with store_lock(uri):
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
@@ -300,7 +318,8 @@ def log_failure(cfg: DictConfig, run_name: str, error: str, tags: dict[str, str]
         run = mlflow.start_run(run_name=mask_text(run_name, secrets))
         try:
             tags = {"scale": cfg.scale, "experiment": cfg.experiment_name, "error": error[:4000],
-                    IDENTITY_TAG: run_identity(cfg), **git_state(), **(tags or {})}
+                    IDENTITY_TAG: run_identity(cfg), CONFIG_TAG: config_identity(cfg), **git_state(),
+                    **(tags or {})}
             mlflow.set_tags({k: mask_text(str(v), secrets) for k, v in tags.items()})
         finally:
             mlflow.end_run(status="FAILED")

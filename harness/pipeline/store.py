@@ -22,6 +22,7 @@ from pathlib import Path
 from harness.types import ConfigError
 
 IDENTITY_TAG = "run_identity"  # record.run_identity(cfg): equal for runs of the same config and code
+CONFIG_TAG = "config_identity"  # record.config_identity(cfg): equal for runs of the same config, any code
 _HELD: set[str] = set()  # the stores whose lock this process holds (flock is per open file, not reentrant)
 
 

@@ -114,6 +114,18 @@ def _compose_choices(overrides: tuple[str, ...]) -> DictConfig:
         return hydra_compose(PRIMARY, overrides=list(overrides))
 
 
+def launcher_target(overrides: Sequence[str] = ()) -> str:
+    """The ``_target_`` of the Hydra launcher ``overrides`` select (a profile's, ``hydra/launcher=``'s),
+    from their group choices; Hydra's own basic, in-process launcher unless one picks another."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    choices = [o.input_line for o in _split(overrides)[0]]
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = hydra_compose(PRIMARY, overrides=choices, return_hydra_config=True)
+    return str(cfg.hydra.launcher._target_)
+
+
 @lru_cache(maxsize=1)
 def _groups() -> frozenset[str]:
     return frozenset(groups())

@@ -11,6 +11,7 @@ recorded at all (its reason is in the file, and the caption prints it).
 from __future__ import annotations
 
 import csv
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -87,11 +88,58 @@ def unavailable(e: Exception) -> str:
     return str(e)
 
 
+def point_tags(spec: TableSpec, point: GridRun, scale: str, cfg, code: str) -> dict[str, str]:
+    """The tags a grid point's run is recorded with, its identity among them: the same config, code
+    and grid point is the same run, whether ``tables run`` computed it here or a cluster job did."""
+    from harness.pipeline.record import IDENTITY_TAG, run_identity
+
+    found = tags(spec, point, scale)
+    return {**found, IDENTITY_TAG: run_identity(cfg, sorted(found.items()), code)}
+
+
+def run_point(spec: TableSpec, point: GridRun, scale: str, cfg, code: str) -> Outcome:
+    """One grid point through the pipeline, recorded (a FAILED run with its one-line reason when a
+    model or data cannot be had); nothing runs when the same point is recorded already
+    (``tracking.rerun=skip``). ``cfg``: the point's composed config."""
+    from harness.pipeline.record import IDENTITY_TAG, find_recorded, log_failure, log_run
+    from harness.pipeline.runner import Pipeline
+
+    t0 = time.perf_counter()
+    found = point_tags(spec, point, scale, cfg, code)
+    if recorded := find_recorded(cfg, found[IDENTITY_TAG]):
+        return Outcome(point, "finished", time.perf_counter() - t0, f"already recorded as run {recorded[:8]}")
+    found.update(job_tags())  # where it ran: no part of what it is
+    try:
+        result = Pipeline(cfg, log=lambda *_: None).run()
+    except (ConfigError, DataError, OSError) as e:  # OSError: a model or file that cannot be had
+        log_failure(cfg, point.key, unavailable(e), found)
+        return Outcome(point, "failed", time.perf_counter() - t0, unavailable(e))
+    log_run(cfg, result, point.key, found)
+    cached = sum(v == "cached" for v in result.stages.values())
+    return Outcome(point, "finished", time.perf_counter() - t0, f"{cached}/{len(result.stages)} stages cached")
+
+
+def job_tags() -> dict[str, str]:
+    """The SLURM job a point ran in (``<array id>_<task>`` for an array's task), else nothing."""
+    env = os.environ
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        return {"slurm.job_id": f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"}
+    return {"slurm.job_id": env["SLURM_JOB_ID"]} if env.get("SLURM_JOB_ID") else {}
+
+
+def progress_line(spec: TableSpec, i: int, n: int, outcome: Outcome) -> str:
+    if outcome.note.startswith("already recorded"):
+        return f"[{spec.id}] {i}/{n} {outcome.run.key}: {outcome.note}"
+    return (f"[{spec.id}] {i}/{n} {outcome.run.key}: {outcome.status} in {outcome.seconds:.1f}s"
+            + (f" ({outcome.note.splitlines()[0][:160]})" if outcome.note else ""))
+
+
 def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Callable[[str], None] = print
               ) -> list[Outcome]:
-    """Every grid point of ``spec`` at ``scale``, recorded in MLflow; one progress line each."""
-    from harness.pipeline.record import IDENTITY_TAG, code_state, find_recorded, log_failure, log_run, run_identity
-    from harness.pipeline.runner import Pipeline
+    """Every grid point of ``spec`` at ``scale``, one after another in this process, recorded in
+    MLflow; one progress line each. (With a launcher, :mod:`harness.report.tables.submit` queues
+    them as jobs instead.)"""
+    from harness.pipeline.record import code_state
 
     points = spec.runs(scale)
     skipped = [p for p in points if p.skip]
@@ -101,28 +149,13 @@ def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Calla
     todo = [p for p in points if not p.skip]
     code = code_state()  # once per table: the code does not change under a running table
     for i, point in enumerate(todo, 1):
-        cfg = compose(spec, point, scale, extra)
-        t0 = time.perf_counter()
-        point_tags = tags(spec, point, scale)
-        # the same config, code and grid point already recorded (tracking.rerun=skip): nothing to do
-        point_tags[IDENTITY_TAG] = run_identity(cfg, sorted(point_tags.items()), code)
-        if recorded := find_recorded(cfg, point_tags[IDENTITY_TAG]):
-            outcomes.append(Outcome(point, "finished", time.perf_counter() - t0, f"recorded as run {recorded[:8]}"))
-            log(f"[{spec.id}] {i}/{len(todo)} {point.key}: already recorded as run {recorded[:8]}")
-            continue
-        try:
-            result = Pipeline(cfg, log=lambda *_: None).run()
-        except (ConfigError, DataError, OSError) as e:  # OSError: a model or file that cannot be had
-            log_failure(cfg, point.key, unavailable(e), point_tags)
-            outcome = Outcome(point, "failed", time.perf_counter() - t0, unavailable(e))
-        else:
-            log_run(cfg, result, point.key, point_tags)
-            cached = sum(v == "cached" for v in result.stages.values())
-            outcome = Outcome(point, "finished", time.perf_counter() - t0, f"{cached}/{len(result.stages)} stages cached")
-        outcomes.append(outcome)
-        log(f"[{spec.id}] {i}/{len(todo)} {point.key}: {outcome.status} in {outcome.seconds:.1f}s"
-            + (f" ({outcome.note.splitlines()[0][:160]})" if outcome.note else ""))
-    done = [o for o in outcomes if o.status == "finished"]
-    log(f"[{spec.id}] {len(done)} finished, {sum(o.status == 'failed' for o in outcomes)} failed, {len(skipped)} "
-        f"not run at this scale, in {sum(o.seconds for o in outcomes):.0f}s")
+        outcomes.append(run_point(spec, point, scale, compose(spec, point, scale, extra), code))
+        log(progress_line(spec, i, len(todo), outcomes[-1]))
+    log(summary_line(spec, outcomes))
     return outcomes
+
+
+def summary_line(spec: TableSpec, outcomes: Sequence[Outcome]) -> str:
+    count = {s: sum(o.status == s for o in outcomes) for s in ("finished", "failed", "skipped")}
+    return (f"[{spec.id}] {count['finished']} finished, {count['failed']} failed, {count['skipped']} "
+            f"not run at this scale, in {sum(o.seconds for o in outcomes):.0f}s")

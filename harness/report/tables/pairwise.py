@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.report.tables.figure import pyplot, save, write_with_csv
-from harness.report.tables.render import Cell, fmt, ours_text, recorded_runs
+from harness.report.tables.records import recorded_runs
+from harness.report.tables.render import Cell, fmt, ours_text
 from harness.report.tables.spec import GridRun, TableSpec
 from harness.report.tables.spec_blocks import OUTCOMES, Pairwise, show
 from harness.types import ConfigError

@@ -3,7 +3,7 @@
 Each cell is ours (with its bootstrap 95% interval when the metric is a mean over queries or
 documents, or the standard deviation over a row's sweep, e.g. LGMGC's chunk sizes) beside the
 paper's value and the difference. Nothing is read from memory: the latest run of every grid
-point is looked up by its ``table.run`` tag, so a table can be re-rendered from a tracking
+point is looked up by its ``table.run`` tag (else by its config: :mod:`harness.report.tables.records`), so a table can be re-rendered from a tracking
 server after a cluster sweep. A cell without a value says why (skipped at this scale, data not
 available, not run yet). A group with ``aggregate`` (LGMGC's "Avg.") has no run: its cells are the
 mean of the row's cells in its groups, as rendered. The paper's ± (its numbers file's ``std``
@@ -20,11 +20,13 @@ import math
 import os
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.report.tables import correlation
 from harness.report.tables.grid import paper_rows
+from harness.report.tables.records import point_runs
 from harness.report.tables.spec import REPO, Axis, Column, GridRun, TableSpec
 
 RESULTS = REPO / "results"
@@ -53,22 +55,6 @@ class Cell:
 
 def run_seconds(run) -> float:
     return sum(v for k, v in run.data.metrics.items() if k.startswith("stage_seconds/"))
-
-
-def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
-    """Every MLflow run of each grid point of ``spec`` at ``scale``, latest first."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name(spec.experiment)
-    if exp is None:
-        return {}
-    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`table.scale` = '{scale}'",
-                              order_by=["attributes.start_time DESC"], max_results=10000)
-    out: dict[str, list] = {}
-    for r in runs:
-        out.setdefault(r.data.tags.get("table.run", ""), []).append(r)
-    return out
 
 
 def grid_points(spec: TableSpec, scale: str) -> dict[tuple[str, str, str | None], list[GridRun]]:
@@ -273,8 +259,10 @@ def series_values(spec: TableSpec, uri: str, scale: str, runs: dict) -> dict[tup
     return out
 
 
-def build(spec: TableSpec, uri: str, scale: str) -> Rendered:
-    recorded = recorded_runs(spec, uri, scale)
+def build(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> Rendered:
+    """The table from the record (``extra``: the overrides its points ran with, to find by their
+    config the runs of a plain sweep no table tagged)."""
+    recorded = point_runs(spec, uri, scale, extra)
     runs = {key: rs[0] for key, rs in recorded.items()}
     rows = paper_rows(spec)
     numbers = {k: v for k, (v, _) in rows.items()}

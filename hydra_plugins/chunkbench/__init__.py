@@ -1,0 +1,1 @@
+"""ChunkBench's Hydra plugins (Hydra finds plugins only under the ``hydra_plugins`` namespace)."""

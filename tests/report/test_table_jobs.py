@@ -1,0 +1,86 @@
+"""A table's grid points as a sweep's jobs (``hydra/sweeper=table``, Hydra's in-process launcher
+here; SLURM in tests_cluster/test_slurm_tables.py), and a plain run found by its config.
+
+MC-indexing Table 1 has one grid point at smoke scale (dataset statistics of the bundled OHR-Bench
+paper): a job costs a process start, not a model."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.pipeline.record import config_identity, record_run, run_identity
+from harness.pipeline.runner import Pipeline
+from harness.report.tables import grid, render, spec, submit
+from harness.report.tables.records import point_runs
+
+REPO = spec.REPO
+TABLE = "mc_indexing/table1"
+
+
+def test_a_point_key_is_quoted_for_hydra():
+    assert submit.quoted("fixed|news|chunker.size=100") == "'fixed|news|chunker.size=100'"
+    assert submit.quoted("it's") == "'it\\'s'"
+    t = spec.select(TABLE)[0]
+    (point,) = [p for p in t.runs("smoke") if not p.skip]
+    overrides = submit.job_overrides(t, point, "smoke", ["scale=smoke", "cache.dir=/c"])
+    assert overrides == [*point.overrides, "scale=smoke", f"experiment_name={t.experiment}", "cache.dir=/c",
+                         f"+table_point.table='{TABLE}'", f"+table_point.key='{point.key}'"]
+
+
+def test_which_overrides_send_the_points_to_a_launcher():
+    assert not submit.uses_launcher([])
+    assert not submit.uses_launcher(["cache.dir=/tmp/x"])
+    assert submit.uses_launcher(["hydra/launcher=local"])
+    assert submit.uses_launcher(["profile=cluster"])  # its launcher is SLURM's
+
+
+def test_the_identity_of_a_run_is_its_config_not_where_it_is_recorded(tmp_path):
+    t = spec.select(TABLE)[0]
+    (point,) = [p for p in t.runs("smoke") if not p.skip]
+    cfg = grid.compose(t, point, "smoke", [f"cache.dir={tmp_path}"])
+    plain = grid.compose(t, point, "smoke", ["experiment_name=mine", "tracking.uri=sqlite:///elsewhere.db",
+                                             f"cache.dir={tmp_path / 'other'}"])
+    assert config_identity(plain) == config_identity(cfg) and run_identity(plain, code="c") == run_identity(cfg, code="c")
+    other = grid.compose(t, point, "smoke", ["dataset.domains=[news]"])
+    assert config_identity(other) != config_identity(cfg)
+
+
+@pytest.mark.slow
+def test_a_tables_sweep_records_what_tables_run_would_and_queues_nothing_twice(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    sweep = [sys.executable, "-m", "harness", "-m", "hydra/sweeper=table", f"hydra.sweeper.tables=[{TABLE}]",
+             "scale=smoke", f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}", f"hydra.sweep.dir={tmp_path / 'm'}"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    first = subprocess.run(sweep, cwd=REPO, capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "1 point(s) at smoke scale: 0 already recorded, 1 to queue" in first.stdout
+    assert f"[{TABLE}] 1 finished, 0 failed" in first.stdout
+    # the job's run is the one `tables run` would record: same identity, so it is not run again
+    t = spec.select(TABLE)[0]
+    said = []
+    again = grid.run_table(t, "smoke", [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"], log=said.append)
+    assert [o.note for o in again if o.status == "finished"][0].startswith("already recorded as run")
+    second = subprocess.run(sweep, cwd=REPO, capture_output=True, text=True, env=env)
+    assert second.returncode == 0 and "nothing to queue: every point is recorded" in second.stdout
+    assert render.build(t, uri, "smoke").filled == 5  # the table's five statistics of its one point
+
+
+@pytest.mark.slow
+def test_a_plain_run_of_a_points_settings_fills_its_cell(tmp_path):
+    """No ``table.run`` tag, another experiment name: the run is found by its config."""
+    t = spec.select(TABLE)[0]
+    (point,) = [p for p in t.runs("smoke") if not p.skip]
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    where = [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"]
+    assert point_runs(t, uri, "smoke", where) == {}
+    from harness.report import registry
+
+    cfg = registry.compose([*point.overrides, "scale=smoke", *where])  # experiment_name: chunkbench
+    record_run(cfg, Pipeline(cfg, log=lambda *_: None).run(), "by hand")
+    assert list(point_runs(t, uri, "smoke", where)) == [point.key]
+    assert render.build(t, uri, "smoke", where).filled == 5
+    assert cfg.experiment_name == "chunkbench"
+    # a point of other settings finds nothing
+    assert list(point_runs(t, uri, "smoke", [*where, "dataset.domains=[news]"])) == []
