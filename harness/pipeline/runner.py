@@ -118,7 +118,8 @@ class Pipeline:
         """Per-document entries (doc id -> output), cached one by one as each batch returns."""
         docs: list[Document] = self.outputs["load"].documents
         namespace, slices = f"{stage.name}_doc", [config_slice(self.cfg, g) for g in stage.reads]
-        keys = {d.doc_id: make_key(namespace, stage.version, slices, doc_digest(d)) for d in docs}
+        extra = [stage.fingerprint(self.c)] if stage.fingerprint else []  # the code that computes it
+        keys = {d.doc_id: make_key(namespace, stage.version, slices, doc_digest(d), *extra) for d in docs}
         with self.computing(namespace, keys.values(), self.keys[stage.name]):
             out = {d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
             pending = [d for d in docs if d.doc_id not in out]

@@ -24,6 +24,7 @@ from typing import Any
 
 
 from harness.cache import make_key
+from harness.code_digest import code_digest
 from harness.data.base import only_queried_documents
 from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
 from harness.pipeline.components import Components
@@ -42,7 +43,7 @@ class Stage:
     compute: Callable[..., Any]  # (components, outputs) -> output; per document: (components, docs) -> [output]
     per_document: bool = False
     optional: bool = False      # skipped (output None) when the component of its group is None
-    fingerprint: Callable[[Components], str] | None = None  # what the config cannot name (data files)
+    fingerprint: Callable[[Components], str] | None = None  # what the config cannot name (data files, code)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,11 @@ def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
             for d, chunks, share in zip(docs, chunked, shares)]
 
 
+def chunker_code(c: Components) -> str:
+    """The chunker's code (:mod:`harness.code_digest`): an edited chunker recomputes its chunks."""
+    return code_digest(c.chunker)
+
+
 def all_chunks(o: Outputs) -> list[Chunk]:
     """Every chunk of the run in document order, structure nodes included."""
     return [ch for d in o["load"].documents for ch in o["chunk"][d.doc_id].chunks]
@@ -143,7 +149,7 @@ def evaluate(c: Components, o: Outputs) -> Evaluation:
 
 STAGES: tuple[Stage, ...] = (
     Stage("load", 2, ("dataset",), (), load, fingerprint=load_fingerprint),
-    Stage("chunk", 2, ("chunker",), ("load",), chunk, per_document=True),
+    Stage("chunk", 2, ("chunker",), ("load",), chunk, per_document=True, fingerprint=chunker_code),
     Stage("retrieve", 3, ("retriever",), ("load", "chunk"), retrieve),
     Stage("assemble", 2, ("context",), ("retrieve",), assemble),
     Stage("respond", 2, ("responder",), ("load", "assemble"), respond, optional=True),
