@@ -70,3 +70,8 @@ def module_digest(module: str) -> str:
 def code_digest(obj: object) -> str:
     """The digest of the code ``obj``'s class runs (:func:`module_digest` of its module)."""
     return module_digest(type(obj).__module__)
+
+
+def target_digest(target: str) -> str:
+    """The same digest for a config's ``_target_`` (``package.module.Class``), without building it."""
+    return module_digest(target.rpartition(".")[0])

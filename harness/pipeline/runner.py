@@ -59,6 +59,12 @@ def doc_digest(doc: Document) -> str:
                     [to_dict(s) for s in doc.sections])
 
 
+def document_key(stage: Stage, slices: list, doc: Document, code: str | None) -> str:
+    """A per-document stage's entry for ``doc``: the stage, its config ``slices``, the document and
+    the ``code`` that computes it (the stage's fingerprint, :func:`harness.pipeline.stages.chunker_code`)."""
+    return make_key(f"{stage.name}_doc", stage.version, slices, doc_digest(doc), *([code] if code else []))
+
+
 class Pipeline:
     def __init__(self, cfg: DictConfig, components: Components | None = None, log: Callable = print):
         self.cfg = resolve_reader(cfg)  # `tokenizer: reader` named as the llm's, in the components and the keys
@@ -118,8 +124,8 @@ class Pipeline:
         """Per-document entries (doc id -> output), cached one by one as each batch returns."""
         docs: list[Document] = self.outputs["load"].documents
         namespace, slices = f"{stage.name}_doc", [config_slice(self.cfg, g) for g in stage.reads]
-        extra = [stage.fingerprint(self.c)] if stage.fingerprint else []  # the code that computes it
-        keys = {d.doc_id: make_key(namespace, stage.version, slices, doc_digest(d), *extra) for d in docs}
+        code = stage.fingerprint(self.c) if stage.fingerprint else None
+        keys = {d.doc_id: document_key(stage, slices, d, code) for d in docs}
         with self.computing(namespace, keys.values(), self.keys[stage.name]):
             out = {d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
             pending = [d for d in docs if d.doc_id not in out]

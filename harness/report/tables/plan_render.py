@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.cache import make_key, open_cache
+from harness.cache import open_cache
 from harness.report.tables.plan import Planner, TablePlan, data_key
 
 
@@ -119,7 +119,8 @@ def cached_chunk_seconds(plans: list[TablePlan], planner: Planner) -> dict[str, 
     entries (``DocChunks.seconds``: what computing it cost, reused LLM calls included), where the
     cache has every document of it; the key is the runner's (namespace ``chunk_doc``). Per table
     (its own distinct stages) and in total (each once)."""
-    from harness.pipeline.runner import doc_digest
+    from harness.code_digest import target_digest
+    from harness.pipeline.runner import document_key
     from harness.pipeline.stages import STAGES
 
     stage = next(s for s in STAGES if s.name == "chunk")
@@ -132,7 +133,8 @@ def cached_chunk_seconds(plans: list[TablePlan], planner: Planner) -> dict[str, 
         if identity not in seconds:
             ds = planner.loaded.get(data_key(p.slices))
             slices = [p.slices[g] for g in stage.reads]
-            entries = [cache.get(f"{stage.name}_doc", make_key(f"{stage.name}_doc", stage.version, slices, doc_digest(d)))
+            code = target_digest(str(p.slices["chunker"].get("_target_", "")))  # the chunker's, unbuilt
+            entries = [cache.get(f"{stage.name}_doc", document_key(stage, slices, d, code))
                        for d in (ds.documents if ds is not None else [])]
             seconds[identity] = sum(e.seconds for e in entries) if entries and all(e is not None for e in entries) else None
         return seconds[identity]
