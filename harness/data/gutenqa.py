@@ -34,6 +34,7 @@ from harness.data.align import (FUZZY_MIN_SCORE, AlignmentReport, align_evidence
                                 check_fuzzy_min_score, configured_matchers)
 from harness.data.base import SAMPLES_DIR, DatasetLoader, Read, mean, rows_digest
 from harness.data.rows import RowFields, Rows, read_rows
+from harness.data.sampling import check_limit
 from harness.types import Document, Query, Section, Span
 
 BUNDLED = SAMPLES_DIR / "gutenqa"
@@ -64,7 +65,9 @@ class GutenQA(DatasetLoader):
     the folder ``path`` (``.parquet``, or ``.jsonl`` / ``.json`` with the same columns).
 
     ``limit_docs`` books and then ``limit_queries`` of their questions are kept: the first ones,
-    or a random draw when ``seed`` is set. ``paragraphs=False`` skips the paragraph table.
+    or a random draw when ``seed`` is set. ``limit_chunks`` cuts each book to the text of its
+    first N chunk-table rows (its opening: a smaller stand-in) and keeps the questions asked on
+    them. ``paragraphs=False`` skips the paragraph table.
     ``fuzzy_min_score`` (0-100, None = off) is the fuzzy matcher's threshold.
     """
 
@@ -75,11 +78,12 @@ class GutenQA(DatasetLoader):
 
     def __init__(self, path: str | Path | None = None, name: str = "gutenqa",
                  limit_docs: int | None = None, limit_queries: int | None = None,
-                 seed: int | None = None, paragraphs: bool = True,
+                 seed: int | None = None, limit_chunks: int | None = None, paragraphs: bool = True,
                  fuzzy_min_score: float | None = FUZZY_MIN_SCORE, hub_id: str = HUB_ID,
                  hub_paragraphs_id: str = HUB_PARAGRAPHS_ID, revision: str | None = None,
                  source: str | None = None):
         super().__init__(name, limit_docs, limit_queries, seed)
+        self.limit_chunks = check_limit("dataset.limit_chunks", limit_chunks, minimum=1)
         self.paragraphs = bool(paragraphs)
         self.fuzzy_min_score = check_fuzzy_min_score(fuzzy_min_score)
         self.hub_id, self.hub_paragraphs_id, self.revision = hub_id, hub_paragraphs_id, revision
@@ -237,7 +241,11 @@ class GutenQA(DatasetLoader):
 
         counters = {"books_paragraphs_mismatch": 0, "books_structure_from_chunks": 0,
                     "chapter_boundaries_approximate": 0, "evidence_missing": 0,
-                    "evidence_in_gold_chunk": 0}
+                    "evidence_in_gold_chunk": 0,
+                    **({"chunks_dropped_limit_chunks": 0, "queries_dropped_limit_chunks": 0}
+                       if self.limit_chunks is not None else {})}
+        if self.limit_chunks is not None:
+            books, paragraphs, questions = self._openings(books, paragraphs, questions, counters)
         kept_books = self.keep_docs(list(books))
         documents = [self._document(b, books[b],
                                     None if paragraphs is None else paragraphs.get(b, []),
@@ -253,6 +261,27 @@ class GutenQA(DatasetLoader):
         return documents, queries, {
             "words_per_doc": mean([len(d.text.split()) for d in documents]),
             **alignment.as_report("evidence"), **counters}
+
+    def _openings(self, books, paragraphs, questions, counters):
+        """Each book cut to its first ``limit_chunks`` chunks; the paragraphs that make up that
+        text (chunks are runs of whole paragraphs) and the questions asked on those chunks."""
+        cut_books, cut_paragraphs = {}, None if paragraphs is None else {}
+        for book, entry in books.items():
+            chunks = entry["chunks"][:self.limit_chunks]
+            counters["chunks_dropped_limit_chunks"] += len(entry["chunks"]) - len(chunks)
+            cut_books[book] = {**entry, "chunks": chunks}
+            if paragraphs is not None:
+                size, kept, length = len(JOIN.join(text for _, _, text in chunks)), [], -len(JOIN)
+                for chapter, p in paragraphs.get(book, []):
+                    length += len(JOIN) + len(p)
+                    if length > size:
+                        break
+                    kept.append((chapter, p))
+                cut_paragraphs[book] = kept  # a mismatch is counted by _document, as for a whole book
+        kept_ids = {book: {c for c, _, _ in entry["chunks"]} for book, entry in cut_books.items()}
+        asked = [q for q in questions if q[2] in kept_ids[q[0].raw["Book Name"]]]
+        counters["queries_dropped_limit_chunks"] += len(questions) - len(asked)
+        return cut_books, cut_paragraphs, asked
 
     def _query(self, f: RowFields, qid: str, chunk_id: int, doc: Document,
                alignment: AlignmentReport, matchers, counters: dict[str, int]) -> Query:
@@ -280,7 +309,8 @@ class GutenQA(DatasetLoader):
     def params(self) -> dict:
         hub = ({"hub_id": self.hub_id, "hub_paragraphs_id": self.hub_paragraphs_id,
                 "revision": self.revision} if self.hub else {})
-        return {"paragraphs": self.paragraphs, "fuzzy_min_score": self.fuzzy_min_score, **hub}
+        cut = {} if self.limit_chunks is None else {"limit_chunks": self.limit_chunks}
+        return {"paragraphs": self.paragraphs, "fuzzy_min_score": self.fuzzy_min_score, **cut, **hub}
 
     def source_files(self) -> list[Path]:
         return [] if self.hub else [p for p in self._files().values() if p]

@@ -294,3 +294,24 @@ def test_fingerprint_tracks_files_and_parameters(tmp_path):
     rows[0]["Answer"] += " Edited."
     _write(folder, "questions.jsonl", rows)
     assert a != GutenQA(folder).fingerprint()
+
+
+def test_limit_chunks_keeps_the_books_opening_and_its_questions(sample):
+    """Emma cut to Volume I (its first 150 chunk rows): the text is those chunks, the paragraph
+    table still matches it (sections are chapters and paragraphs), and only the 11 questions whose
+    gold chunk is among them remain, each aligned at the same place as in the whole book."""
+    chunks = _rows("gutenqa_chunks.jsonl")
+    cut = GutenQA(limit_chunks=150).load()
+    doc, whole = cut.documents[0], sample.documents[0]
+    assert doc.text == "\n".join(r["Chunk"] for r in chunks[:150]) and whole.text.startswith(doc.text)
+    assert doc.meta["structure_source"] == "paragraphs" and cut.report["books_paragraphs_mismatch"] == 0
+    inside = [(s.start, min(s.end, len(doc.text)), s.level, s.title) for s in whole.sections if s.start < len(doc.text)]
+    assert [(s.start, s.end, s.level, s.title) for s in doc.sections] == inside
+    asked = [q for q in sample.queries if q.meta["chunk_id"] < 150]
+    assert [q.qid for q in cut.queries] == [q.qid for q in asked] and len(asked) == 11
+    assert [q.evidence for q in cut.queries] == [q.evidence for q in asked]
+    r = cut.report
+    assert (r["chunks_dropped_limit_chunks"], r["queries_dropped_limit_chunks"]) == (476 - 150, 19)
+    assert GutenQA(limit_chunks=150).fingerprint() != GutenQA().fingerprint()
+    with pytest.raises(ConfigError, match="dataset.limit_chunks"):
+        GutenQA(limit_chunks=0)

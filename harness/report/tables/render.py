@@ -317,8 +317,9 @@ def caption(t: Rendered) -> list[str]:
 
 
 def short_label(s: TableSpec, axis: Axis, kind: str, scale: str) -> str:
-    """The axis label, starred when stand-in data replaces it at this scale (named in the caption)."""
-    return axis.label + ("*" if s.at(scale, kind, axis.key).get("label") else "")
+    """The axis label, starred when stand-in data replaces it at this scale (named in the caption);
+    an unlabelled axis (a table's only group) stays unlabelled: the caption names its stand-in."""
+    return axis.label + ("*" if axis.label and s.at(scale, kind, axis.key).get("label") else "")
 
 
 def column_label(s: TableSpec, col: Column, scale: str) -> str:

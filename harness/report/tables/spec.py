@@ -239,7 +239,7 @@ class TableSpec:
     def label(self, axis: Axis, kind: str, scale: str) -> str:
         """The axis label, with its stand-in at this scale ("Qasper → OHR-Bench paper ...")."""
         stand_in = self.at(scale, kind, axis.key).get("label")
-        return f"{axis.label} → {stand_in}" if stand_in else axis.label
+        return f"{axis.label or axis.key} → {stand_in}" if stand_in else axis.label
 
     def stand_ins(self, scale: str) -> list[str]:
         return [self.label(a, kind, scale) for kind, axes in (("rows", self.rows), ("groups", self.groups))
