@@ -32,6 +32,9 @@ RUN_STATISTICS = QUERY_MEANS | frozenset({
     "n_docs", "n_chunks", "n_nodes", "chunks_per_doc", "chunk_size_mean", "chunk_size_median", "chunk_size_max",
     "chunk_chars_mean", "chunk_seconds_per_doc", "retrieval_seconds_per_query", "index_seconds", "n_queries",
     "context_merges_total",
+    # harness.pipeline.chunk_checks: chunkings a score would flatter
+    "chunks_over_context_budget", "chunks_over_embedder_input", "embedder_input_limit", "docs_single_chunk",
+    "docs_single_chunk_over_limit",
     *(f"stage_seconds/{s}" for s in ("load", "chunk", "retrieve", "assemble", "respond", "evaluate"))})
 
 

@@ -188,9 +188,10 @@ def code_state(repo: Path = REPO) -> str:
 
 
 # What a run is not: Hydra's node, where it is recorded (tracking, the MLflow experiment's name),
-# and the paper-table grid point a table job runs (``table_point``: its tags say it, and a table
-# run's identity takes them as ``extra``), so a plain sweep of a point's config is that config.
-NOT_CONFIG = ("hydra", "tracking", "experiment_name", "table_point")
+# the paper-table grid point a table job runs (``table_point``: its tags say it, and a table
+# run's identity takes them as ``extra``), so a plain sweep of a point's config is that config,
+# and which cached stages it recomputes (``refresh``: the same computation, done again).
+NOT_CONFIG = ("hydra", "tracking", "experiment_name", "table_point", "refresh")
 
 
 def _config_body(cfg: DictConfig) -> Any:
@@ -216,8 +217,9 @@ def run_identity(cfg: DictConfig, extra: Any = None, code: str | None = None) ->
 
 def find_recorded(cfg: DictConfig, identity: str) -> str | None:
     """A FINISHED run of ``identity`` in the run's experiment, if ``tracking.rerun=skip`` and
-    there is one; a current local SQLite store is read with sqlite3 (no MLflow import)."""
-    if cfg.tracking.get("rerun", "skip") != "skip":
+    there is one; a current local SQLite store is read with sqlite3 (no MLflow import). None for
+    a run that refreshes stages: it is asked to compute again."""
+    if cfg.tracking.get("rerun", "skip") != "skip" or cfg.get("refresh"):
         return None
     db = sqlite_path(cfg.tracking.uri)
     if db is not None and store_is_current(db):

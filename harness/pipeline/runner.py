@@ -4,7 +4,9 @@ For each stage it derives the cache key from the declaration, returns the cached
 computes and stores it, times it, and logs one line. Keys chain: a stage's key holds the
 keys of the stages it reads, so a changed config slice recomputes that stage and everything
 after it, and nothing before. Fine-grained work inside a stage (embeddings per text, LLM
-calls per prompt) is cached by the embedder and the LLM themselves.
+calls per prompt) is cached by the embedder and the LLM themselves. ``refresh`` names stages to
+compute again although stored (a chunker edited outside what its key holds, a suspect entry):
+they and every stage that reads them are recomputed and stored over the old entries.
 
 A stage that must be computed is computed under its key's cache lock, so the jobs of a sweep
 that share it (on one machine or on a cluster's shared cache) compute it once: the others
@@ -13,6 +15,7 @@ wait, then read it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
@@ -25,10 +28,14 @@ from harness.aggregation import aggregate, aggregate_documents, chunk_statistics
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.data.base import NOT_QUERIED
 from harness.metrics.base import DocumentMetric
+from harness.pipeline.chunk_checks import chunk_checks, encoder_lengths, warning
 from harness.pipeline.components import Components, build_components, resolve_reader
 from harness.pipeline.stages import STAGES, Stage
 from harness.progress import tqdm
-from harness.types import Document, to_dict
+from harness.types import ConfigError, Document, to_dict
+
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,7 +52,7 @@ class RunResult:
 
 # What summarize() fills in, cached with the evaluation; the version changes with summarize().
 SUMMARY_FIELDS = ("metrics", "per_query", "dataset_report", "per_document", "run_level")
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2  # 2: the chunk checks (harness.pipeline.chunk_checks)
 
 
 def config_slice(cfg: DictConfig, group: str) -> Any:
@@ -65,6 +72,19 @@ def document_key(stage: Stage, slices: list, doc: Document, code: str | None) ->
     return make_key(f"{stage.name}_doc", stage.version, slices, doc_digest(doc), *([code] if code else []))
 
 
+def forced_stages(refresh) -> set[str]:
+    """The stages ``refresh`` names and every stage that reads one of them, directly or not."""
+    names = [s.name for s in STAGES]
+    asked = [refresh] if isinstance(refresh, str) else list(refresh)
+    if unknown := [r for r in asked if r not in names]:
+        raise ConfigError(f"refresh: no stage {', '.join(map(repr, unknown))} (stages: {' '.join(names)})")
+    forced = set(asked)
+    for stage in STAGES:  # declared in order: a stage comes after everything it reads
+        if forced.intersection(stage.after):
+            forced.add(stage.name)
+    return forced
+
+
 class Pipeline:
     def __init__(self, cfg: DictConfig, components: Components | None = None, log: Callable = print):
         self.cfg = resolve_reader(cfg)  # `tokenizer: reader` named as the llm's, in the components and the keys
@@ -73,6 +93,7 @@ class Pipeline:
         self.log = log
         self.keys: dict[str, str | None] = {}
         self.outputs: dict[str, Any] = {}
+        self.forced = forced_stages(self.cfg.get("refresh") or [])
 
     def key(self, stage: Stage) -> str:
         parts = [config_slice(self.cfg, g) for g in stage.reads]
@@ -100,20 +121,26 @@ class Pipeline:
                          f"retriever.scope=document: {len(ds.documents)} documents kept, the ones the "
                          f"{len(ds.queries)} questions search; {ds.report[NOT_QUERIED]} left out")
         self.summarize_cached(result)
+        if line := warning(result.metrics, self.budget(), result.metrics.get("embedder_input_limit")):
+            logger.warning(line)
         result.cache_counts = self.cache.counts(since)
         return result
+
+    def budget(self) -> int | None:
+        """The context budget in context units, where the assembler has one."""
+        return getattr(self.c.context, "budget", None)
 
     def computing(self, namespace: str, keys: Iterable[str], lock_key: str):
         """The lock under which a stage computes what the cache lacks: jobs of a sweep that share
         the stage wait for the first one instead of computing it again (none when all is stored)."""
-        if all(self.cache.stored(namespace, k) for k in keys):
+        if namespace.removesuffix("_doc") not in self.forced and all(self.cache.stored(namespace, k) for k in keys):
             return nullcontext()
         return self.cache.lock(namespace, lock_key)
 
     def run_whole(self, stage: Stage) -> tuple[Any, str]:
         key = self.keys[stage.name]
         with self.computing(stage.name, [key], key):
-            value = self.cache.get(stage.name, key)
+            value = None if stage.name in self.forced else self.cache.get(stage.name, key)
             if value is not None:
                 return value, "cached"
             value = stage.compute(self.c, self.outputs)
@@ -127,7 +154,8 @@ class Pipeline:
         code = stage.fingerprint(self.c) if stage.fingerprint else None
         keys = {d.doc_id: document_key(stage, slices, d, code) for d in docs}
         with self.computing(namespace, keys.values(), self.keys[stage.name]):
-            out = {d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
+            out = {} if stage.name in self.forced else {
+                d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
             pending = [d for d in docs if d.doc_id not in out]
             batch = max(1, int(getattr(self.c, stage.reads[0]).batch_size))
             with tqdm(total=len(pending), desc=stage.name, unit="doc", disable=not pending) as bar:
@@ -146,7 +174,7 @@ class Pipeline:
         does not tokenize every chunk again."""
         tokenizer = self.c.context.tokenizer
         key = make_key("chunk_sizes", self.keys["chunk"], repr(tokenizer))
-        sizes = self.cache.get("chunk_sizes", key)
+        sizes = None if "chunk" in self.forced else self.cache.get("chunk_sizes", key)
         if sizes is None:
             chunks = text_chunks(self.outputs["load"].documents, self.outputs["chunk"])
             sizes = [tokenizer.count(ch.text) for ch in chunks]
@@ -157,7 +185,7 @@ class Pipeline:
         """:meth:`summarize`, cached under the evaluation's key: a warm rerun neither
         aggregates nor bootstraps again (nor imports scipy to do so)."""
         key = make_key("summary", SUMMARY_VERSION, self.keys["evaluate"], repr(self.c.context.tokenizer))
-        fields = self.cache.get("summary", key)
+        fields = None if "evaluate" in self.forced else self.cache.get("summary", key)
         if fields is None:
             self.summarize(r)
             fields = {f: getattr(r, f) for f in SUMMARY_FIELDS}
@@ -183,7 +211,12 @@ class Pipeline:
             run_level = m.aggregate(rows)
             r.metrics.update(run_level)
             r.run_level += list(run_level)
-        r.metrics.update(chunk_statistics(ds.documents, o["chunk"], self.chunk_sizes()))
+        sizes = self.chunk_sizes()
+        r.metrics.update(chunk_statistics(ds.documents, o["chunk"], sizes))
+        encoder = encoder_lengths(c.retriever, ds.documents, o["chunk"])
+        r.metrics.update(chunk_checks(ds.documents, o["chunk"], sizes, self.budget(), encoder))
+        if encoder is not None:
+            r.metrics["embedder_input_limit"] = float(encoder[0])
         r.metrics["retrieval_seconds_per_query"] = mean([rt.seconds for rt in retrieved])
         r.metrics["index_seconds"] = o["retrieve"].index_seconds
         r.metrics["n_queries"] = len(ds.queries)

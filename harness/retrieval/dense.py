@@ -71,6 +71,12 @@ class DenseRetriever(Retriever):
             self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.similarity, self.use_gpu = similarity, use_gpu
 
+    def input_lengths(self, texts: Sequence[str]) -> tuple[int, list[int]] | None:
+        """The passage encoder's input limit and each passage's length in its tokens (prefix
+        included), or None where the encoder does not say."""
+        lengths = getattr(self.embedder, "input_lengths", None)
+        return lengths([self.passage_prefix + t for t in texts]) if lengths else None
+
     def build(self, chunks: Sequence[Chunk]):
         import faiss
 

@@ -127,6 +127,17 @@ class SentenceTransformerEmbedder:
             return self._encode(texts, normalize)
         return encode_cached(self, texts, self.cache, desc, normalize)
 
+    def input_lengths(self, texts: Sequence[str]) -> tuple[int, list[int]] | None:
+        """The model's input limit and each text's length in its tokens, untruncated (special
+        tokens included): what truncation cuts. None for a model without a tokenizer."""
+        m = _load_model(self.path, self.device, self.pooling, self.trust_remote_code)
+        limit = self.max_seq_length or _MODEL_MAX_SEQ.setdefault(id(m), getattr(m, "max_seq_length", None))
+        tokenizer = getattr(m, "tokenizer", None)
+        if tokenizer is None or not limit:
+            return None
+        ids = tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        return int(limit), [len(i) for i in ids]
+
     def _encode(self, texts: Sequence[str], normalize: bool = True) -> np.ndarray:
         """The model itself, one call for ``texts``."""
         m = _load_model(self.path, self.device, self.pooling, self.trust_remote_code)

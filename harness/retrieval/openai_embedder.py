@@ -94,6 +94,10 @@ class OpenAIEmbedder(SentenceTransformerEmbedder):
         return OpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=self.max_retries,
                       timeout=self.timeout)
 
+    def input_lengths(self, texts: Sequence[str]) -> None:
+        """Not known here: the server tokenizes (and refuses an over-long input itself)."""
+        return None
+
     def _encode(self, texts: Sequence[str], normalize: bool = True) -> np.ndarray:
         """The server's vectors for ``texts``, in order (no cache: :meth:`encode` puts it in front)."""
         batches = [list(texts[b:b + self.batch_size]) for b in range(0, len(texts), self.batch_size)]

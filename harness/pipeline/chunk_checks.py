@@ -1,0 +1,64 @@
+"""Chunkings that a score would flatter: counted in the run's metrics and said in one warning.
+
+A chunk longer than the passage encoder's input is embedded by its head alone; one longer than
+the context budget is never handed to the reader whole; and a long document left as one chunk
+makes retrieval trivial (a blank-line splitter on GutenQA, which has no blank lines, made each
+book one 157,317-word chunk and scored DCG@k = Recall@k = 1.0 on every question). None of these
+stops a run: a chunker may mean them, and a run on the data it was given is still a record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from harness.aggregation import text_chunks
+from harness.types import DocChunks, Document
+
+
+def chunk_checks(docs: Sequence[Document], chunked: Mapping[str, DocChunks], sizes: Sequence[int],
+                 budget: int | None, encoder: tuple[int, list[int]] | None) -> dict[str, float]:
+    """Counts over the text chunks (:func:`text_chunks`, in order, ``sizes`` in context units):
+    ``chunks_over_context_budget`` (None budget: not counted), ``chunks_over_embedder_input``
+    (``encoder``: the input limit and each chunk's length in the encoder's tokens; None: not
+    counted), ``docs_single_chunk``, and ``docs_single_chunk_over_limit``: those whose one chunk is
+    over the budget or the encoder's input."""
+    per_doc = [len([c for c in chunked[d.doc_id].chunks if c.indexed and c.view == "text"]) for d in docs]
+    over = [False] * len(sizes)
+    out: dict[str, float] = {"docs_single_chunk": float(sum(n == 1 for n in per_doc))}
+    if budget is not None:
+        over_budget = [s > budget for s in sizes]
+        out["chunks_over_context_budget"] = float(sum(over_budget))
+        over = [a or b for a, b in zip(over, over_budget)]
+    if encoder is not None:
+        limit, lengths = encoder
+        over_input = [n > limit for n in lengths]
+        out["chunks_over_embedder_input"] = float(sum(over_input))
+        over = [a or b for a, b in zip(over, over_input)]
+    first, single_over = 0, 0
+    for n in per_doc:  # text_chunks lists each document's chunks together, in document order
+        single_over += n == 1 and over[first]
+        first += n
+    out["docs_single_chunk_over_limit"] = float(single_over)
+    return out
+
+
+def warning(metrics: Mapping[str, float], budget: int | None, limit: int | None) -> str | None:
+    """The run's one warning line, or None when nothing is flagged."""
+    n_chunks, n_docs = int(metrics.get("n_chunks", 0)), int(metrics.get("n_docs", 0))
+    parts = []
+    if over := int(metrics.get("chunks_over_context_budget", 0)):
+        parts.append(f"{over} of {n_chunks} chunks exceed the context budget ({budget}; "
+                     f"largest {int(metrics.get('chunk_size_max', 0))}): the reader never sees them whole")
+    if over := int(metrics.get("chunks_over_embedder_input", 0)):
+        parts.append(f"{over} of {n_chunks} chunks exceed the passage encoder's input ({limit} tokens): "
+                     f"only their heads are embedded")
+    if single := int(metrics.get("docs_single_chunk_over_limit", 0)):
+        parts.append(f"{single} of {n_docs} documents are one chunk over those limits: retrieval is trivial there")
+    return "degenerate chunking: " + "; ".join(parts) if parts else None
+
+
+def encoder_lengths(retriever, docs: Sequence[Document], chunked: Mapping[str, DocChunks]):
+    """The retriever's passage-encoder limit and each text chunk's length in its tokens, or None
+    where the retriever says none (lexical retrievers, encoders without a tokenizer)."""
+    lengths = getattr(retriever, "input_lengths", None)
+    return lengths([c.text for c in text_chunks(docs, chunked)]) if lengths else None

@@ -1,0 +1,63 @@
+"""Degenerate chunkings are counted and said: chunks over the context budget or the passage
+encoder's input, and long documents left as one chunk."""
+
+import logging
+
+from harness.pipeline.chunk_checks import chunk_checks, warning
+from harness.pipeline.runner import Pipeline
+from harness.types import Chunk, DocChunks, Document
+
+
+def _doc(doc_id, n_chunks, text="x" * 100):
+    doc = Document(doc_id=doc_id, text=text)
+    step = len(text) // n_chunks
+    chunks = [Chunk(f"{doc_id}:{i}", doc_id, text[i * step:(i + 1) * step], i * step, (i + 1) * step)
+              for i in range(n_chunks)]
+    return doc, DocChunks(chunks, 0.0)
+
+
+def test_counts_over_each_limit_and_single_chunk_documents():
+    (a, ca), (b, cb), (c, cc) = _doc("a", 1), _doc("b", 2), _doc("c", 1)
+    chunked = {"a": ca, "b": cb, "c": cc}
+    sizes = [900, 50, 50, 30]             # a's one chunk, b's two, c's one (context units)
+    encoder = (128, [40, 20, 20, 300])    # c's chunk is over the encoder's input
+    got = chunk_checks([a, b, c], chunked, sizes, budget=512, encoder=encoder)
+    assert got == {"docs_single_chunk": 2.0, "chunks_over_context_budget": 1.0,
+                   "chunks_over_embedder_input": 1.0, "docs_single_chunk_over_limit": 2.0}
+    # without a budget or an encoder those counts are absent, not zero
+    assert chunk_checks([a, b, c], chunked, sizes, None, None) == {
+        "docs_single_chunk": 2.0, "docs_single_chunk_over_limit": 0.0}
+
+
+def test_the_warning_names_each_flag_and_is_silent_otherwise():
+    metrics = {"n_chunks": 4, "n_docs": 3, "chunk_size_max": 900, "chunks_over_context_budget": 1,
+               "chunks_over_embedder_input": 1, "docs_single_chunk_over_limit": 2}
+    line = warning(metrics, 512, 128)
+    assert line.startswith("degenerate chunking: 1 of 4 chunks exceed the context budget (512; largest 900)")
+    assert "1 of 4 chunks exceed the passage encoder's input (128 tokens)" in line
+    assert "2 of 3 documents are one chunk over those limits" in line
+    assert warning({"n_chunks": 4, "n_docs": 3, "docs_single_chunk": 3, "chunks_over_context_budget": 0}, 512, 128) is None
+
+
+def test_a_run_of_one_chunk_per_document_warns_and_records_the_counts(make_cfg, caplog):
+    cfg = make_cfg("chunker=fixed", "chunker.size=100000", "context.budget=256")
+    with caplog.at_level(logging.WARNING, logger="harness.pipeline.runner"):
+        r = Pipeline(cfg, log=lambda *_: None).run()
+    m = r.metrics
+    assert m["docs_single_chunk"] == m["n_docs"] == m["n_chunks"] > 0
+    assert m["chunks_over_context_budget"] == m["docs_single_chunk_over_limit"] > 0
+    assert m["embedder_input_limit"] == 256 and m["chunks_over_embedder_input"] > 0  # MiniLM's own limit
+    assert any(rec.getMessage().startswith("degenerate chunking:") for rec in caplog.records)
+    # a cached rerun still says it
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="harness.pipeline.runner"):
+        again = Pipeline(cfg, log=lambda *_: None).run()
+    assert set(again.stages.values()) == {"cached"}
+    assert any(rec.getMessage().startswith("degenerate chunking:") for rec in caplog.records)
+
+
+def test_a_plain_run_is_not_flagged(make_cfg, caplog):
+    with caplog.at_level(logging.WARNING, logger="harness.pipeline.runner"):
+        m = Pipeline(make_cfg(), log=lambda *_: None).run().metrics
+    assert m["chunks_over_context_budget"] == m["docs_single_chunk_over_limit"] == 0
+    assert not any("degenerate chunking" in rec.getMessage() for rec in caplog.records)
