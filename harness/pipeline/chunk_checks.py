@@ -50,7 +50,7 @@ def warning(metrics: Mapping[str, float], budget: int | None, limit: int | None)
         parts.append(f"{over} of {n_chunks} chunks exceed the context budget ({budget}; "
                      f"largest {int(metrics.get('chunk_size_max', 0))}): the reader never sees them whole")
     if over := int(metrics.get("chunks_over_embedder_input", 0)):
-        parts.append(f"{over} of {n_chunks} chunks exceed the passage encoder's input ({limit} tokens): "
+        parts.append(f"{over} of {n_chunks} chunks exceed the passage encoder's input ({int(limit)} tokens): "
                      f"only their heads are embedded")
     if single := int(metrics.get("docs_single_chunk_over_limit", 0)):
         parts.append(f"{single} of {n_docs} documents are one chunk over those limits: retrieval is trivial there")
