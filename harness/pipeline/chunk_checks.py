@@ -22,7 +22,7 @@ def chunk_checks(docs: Sequence[Document], chunked: Mapping[str, DocChunks], siz
     (``encoder``: the input limit and each chunk's length in the encoder's tokens; None: not
     counted), ``docs_single_chunk``, and ``docs_single_chunk_over_limit``: those whose one chunk is
     over the budget or the encoder's input."""
-    per_doc = [len([c for c in chunked[d.doc_id].chunks if c.indexed and c.view == "text"]) for d in docs]
+    per_doc = [len(text_chunks([d], chunked)) for d in docs]
     over = [False] * len(sizes)
     out: dict[str, float] = {"docs_single_chunk": float(sum(n == 1 for n in per_doc))}
     if budget is not None:

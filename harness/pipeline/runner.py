@@ -130,16 +130,17 @@ class Pipeline:
         """The context budget in context units, where the assembler has one."""
         return getattr(self.c.context, "budget", None)
 
-    def computing(self, namespace: str, keys: Iterable[str], lock_key: str):
+    def computing(self, stage: Stage, namespace: str, keys: Iterable[str], lock_key: str):
         """The lock under which a stage computes what the cache lacks: jobs of a sweep that share
-        the stage wait for the first one instead of computing it again (none when all is stored)."""
-        if namespace.removesuffix("_doc") not in self.forced and all(self.cache.stored(namespace, k) for k in keys):
+        the stage wait for the first one instead of computing it again (none when all is stored
+        and the stage is not refreshed)."""
+        if stage.name not in self.forced and all(self.cache.stored(namespace, k) for k in keys):
             return nullcontext()
         return self.cache.lock(namespace, lock_key)
 
     def run_whole(self, stage: Stage) -> tuple[Any, str]:
         key = self.keys[stage.name]
-        with self.computing(stage.name, [key], key):
+        with self.computing(stage, stage.name, [key], key):
             value = None if stage.name in self.forced else self.cache.get(stage.name, key)
             if value is not None:
                 return value, "cached"
@@ -153,7 +154,7 @@ class Pipeline:
         namespace, slices = f"{stage.name}_doc", [config_slice(self.cfg, g) for g in stage.reads]
         code = stage.fingerprint(self.c) if stage.fingerprint else None
         keys = {d.doc_id: document_key(stage, slices, d, code) for d in docs}
-        with self.computing(namespace, keys.values(), self.keys[stage.name]):
+        with self.computing(stage, namespace, keys.values(), self.keys[stage.name]):
             out = {} if stage.name in self.forced else {
                 d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
             pending = [d for d in docs if d.doc_id not in out]
