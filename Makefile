@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast bench reproduce-tables clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
+.PHONY: setup run test test-fast bench reproduce-tables challenge clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
 
 setup: $(STAMP)
 
@@ -94,6 +94,15 @@ SCALE ?= smoke
 TABLES_ARGS ?=
 reproduce-tables: setup
 	$(BIN)/python -m harness.cli tables reproduce --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
+
+# Your chunker beside the papers' baselines in every table that takes one (harness.report.challenge):
+# make challenge CHUNKER=path/to/file.py:Class [ARGS="chunker.size=200"] [TABLES=lgmgc/*] [SCALE=full]
+# -> results/challenges/<name>/README.md. CHUNKER may also be a config choice (sentence) or package.module:Class.
+CHUNKER ?=
+ARGS ?=
+challenge: setup
+	@if [ -z "$(CHUNKER)" ]; then echo "make challenge CHUNKER=path/to/file.py:Class (or a chunker config, or package.module:Class)"; exit 2; fi
+	$(BIN)/python -m harness.cli challenge "$(CHUNKER)" $(ARGS) --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
 
 # Browse the local store (mlruns.db) at http://127.0.0.1:$(MLFLOW_UI_PORT) (another port:
 # make mlflow-ui MLFLOW_UI_PORT=5001). One uvicorn worker and MLflow's job runner off (its

@@ -8,6 +8,7 @@
     python -m harness.cli tables run --tables ... --scale full --set profile=cluster   (a SLURM job array)
     python -m harness.cli tables plan [--tables ...] [--scale full] [--hardware FILE] [--json]
     python -m harness.cli tables calibrate --hardware FILE [--models ID,...] [--seconds N]
+    python -m harness.cli challenge CHUNKER [chunker.ARG=VALUE...] [--tables GLOBS] [--scale smoke] [--name NAME]
 
 Every subcommand reads one config, ``configs/config.yaml`` composed by Hydra as a run
 composes it: the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache
@@ -133,6 +134,35 @@ def tables(args: argparse.Namespace, cfg) -> None:
         print(f"index -> {render.index(every, plots, out)}")
 
 
+def challenge(args: argparse.Namespace, cfg) -> None:
+    """A chunker into every challengeable paper table beside the baselines, with ranks, paired
+    tests, cost and its place on the Pareto fronts (harness.report.challenge)."""
+    from harness.report.challenge import challenger, run
+    from harness.report.tables import spec
+    from harness.report.tables.spec_blocks import parse_sweep
+
+    ch = challenger.parse(args.chunker, args.args, args.name)
+    sweep = None
+    if args.sweep is not None:  # --sweep chunker.size=100,200 (repeatable: their product); --sweep none: no sweep
+        pairs = [a.partition("=") for a in args.sweep if a != "none"]
+        bad = [k for k, eq, v in pairs if not eq or not k.startswith("chunker.") or not v]
+        if bad:
+            raise ConfigError(f"--sweep: chunker.<arg>=<value>,<value>... (or none), got {', '.join(bad)}")
+        sweep = parse_sweep({k: [yaml_value(x) for x in v.split(",")] for k, _, v in pairs} or None, "--sweep")
+    extra = [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])]
+    preflight(extra)
+    out = Path(args.out) if args.out else run.CHALLENGES / ch.name
+    path = run.challenge(ch, spec.select(args.tables), args.scale, extra, tracking_uri(args, cfg), out, sweep)
+    print(f"report -> {path}")
+
+
+def yaml_value(text: str):
+    """``200`` as 200, ``0.5`` as 0.5, ``null`` as None, anything else as the string."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({"v": text})["v"] if text else text
+
+
 def preflight(extra: list[str]) -> None:
     """What a sweep checks before it queues anything (the tracking store or server, cache.dir, the
     LLM servers), checked before a table runs in this process: one line, not a traceback mid-grid."""
@@ -217,7 +247,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m harness.cli", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{table,compare,judge,ls,tables}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{table,compare,judge,ls,tables,challenge}")
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--uri", default=None, help="MLflow tracking URI (default: the config's tracking.uri)")
     two_runs = argparse.ArgumentParser(add_help=False, parents=[store])
@@ -281,6 +311,26 @@ def parser() -> argparse.ArgumentParser:
                                                   "--hardware file (calibrate a copy of h100.yaml)")
     p.add_argument("--seconds", type=float, default=60.0, help="calibrate: time limit per model probe (default 60)")
     p.set_defaults(run=tables)
+
+    p = sub.add_parser("challenge", parents=[store], help="your chunker in the papers' tables, beside the baselines",
+                       description="CHUNKER joins every paper table that takes a challenger (each table file's "
+                                   "`challenge` block says how), runs through the normal grid, cache and MLflow "
+                                   "record (the baselines' recorded runs are reused), and is reported with its rank, "
+                                   "paired permutation tests (Holm-corrected per table), cost and Pareto place "
+                                   "(harness.report.challenge).")
+    p.add_argument("chunker", help="a chunker config (mine, chunker=mine) or a class: package.module:Class, "
+                                   "path/to/file.py:Class")
+    p.add_argument("args", nargs="*", metavar="chunker.ARG=VALUE", help="the chunker's arguments")
+    p.add_argument("--tables", default="all", help="comma-separated globs over table ids (default: all)")
+    p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
+    p.add_argument("--name", default=None, help="the challenger's row key and report folder (default: the "
+                                                "config's or class's name)")
+    p.add_argument("--out", default=None, help="the report's folder (default: results/challenges/<name>)")
+    p.add_argument("--sweep", action="append", default=None, metavar="chunker.ARG=V1,V2",
+                   help="sweep the challenger over these values in every table, instead of the tables' own size "
+                        "sweep (repeatable: their product); --sweep none: no sweep")
+    p.add_argument("--set", action="append", default=[], metavar="OVERRIDE", help="a Hydra override for every run")
+    p.set_defaults(run=challenge)
     return ap
 
 

@@ -24,6 +24,12 @@ class ConfigError(ValueError):
     """A component was configured with a bad parameter. The message names the parameter."""
 
 
+class ChunkerFailed(RuntimeError):
+    """A chunker raised on a document: the message names the chunker, the document and the error,
+    so a table's grid records the point as failed and goes on (the documents chunked before it
+    stay cached)."""
+
+
 class Unavailable(ConfigError):
     """A model, tokenizer or file named right that cannot be had here (not downloaded, the Hub
     unreachable): a full-scale table check reports it as a status, a run as a failed point."""

@@ -29,7 +29,7 @@ from harness.data.base import only_queried_documents
 from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
 from harness.pipeline.components import Components
 from harness.progress import tqdm
-from harness.types import Answer, Chunk, Context, DocChunks, Document, Retrieved
+from harness.types import Answer, Chunk, ChunkerFailed, ConfigError, Context, DataError, DocChunks, Document, Retrieved
 
 Outputs = Mapping[str, Any]  # stage name -> its output (None for a skipped optional stage)
 
@@ -90,7 +90,13 @@ def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
     cache answered count as free."""
     before, reused = c.cache.counts(), c.cache.reused_seconds
     t0 = time.perf_counter()
-    chunked = c.chunker.chunk(docs)
+    try:
+        chunked = c.chunker.chunk(docs)
+    except (ConfigError, DataError):
+        raise
+    except Exception as e:  # a chunker's own bug: name the document, keep the cause
+        which = docs[0].doc_id if len(docs) == 1 else f"one of {', '.join(d.doc_id for d in docs)}"
+        raise ChunkerFailed(f"{type(c.chunker).__name__} failed on document {which}: {type(e).__name__}: {e}") from e
     seconds = (time.perf_counter() - t0 + c.cache.reused_seconds - reused) / len(docs)
     used = c.cache.counts(before)
     totals = {name: sum(used.get(ns, {}).get(kind, 0) for kind in kinds) for name, (ns, kinds) in COSTS.items()}

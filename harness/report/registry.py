@@ -144,10 +144,17 @@ def groups() -> list[str]:
                    if p.relative_to(CONFIGS).parts[0] not in NOT_GROUPS} - {"."})
 
 
-def choices(group: str) -> list[str]:
+def choices(group: str, templates: bool = False) -> list[str]:
+    """The group's choices; not a template whose ``_target_`` the user gives (``chunker=custom``:
+    a class by import path), unless ``templates``: it is no method of its own to benchmark."""
     if group not in groups():
         raise KeyError(f"no config group {group!r} (groups: {', '.join(groups())})")
-    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml") if templates or not is_template(p))
+
+
+def is_template(path: Path) -> bool:
+    node = OmegaConf.load(path)
+    return isinstance(node, DictConfig) and "_target_" in node.keys() and OmegaConf.is_missing(node, "_target_")
 
 
 def describe(path: Path) -> str:
@@ -169,7 +176,7 @@ def describe(path: Path) -> str:
 def listing(group: str | None = None) -> list[tuple[str, str, str]]:
     """(group, choice, description) of every choice, or of one group's."""
     return [(g, name, describe(CONFIGS / g / f"{name}.yaml"))
-            for g in ([group] if group else groups()) for name in choices(g)]
+            for g in ([group] if group else groups()) for name in choices(g, templates=True)]
 
 
 def needs_llm(chunker: str) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from harness.report import registry
 from harness.report.tables.spec import GridRun, TableSpec
-from harness.types import ConfigError, DataError
+from harness.types import ChunkerFailed, ConfigError, DataError
 
 
 @dataclass(frozen=True)
@@ -88,30 +88,34 @@ def unavailable(e: Exception) -> str:
     return str(e)
 
 
-def point_tags(spec: TableSpec, point: GridRun, scale: str, cfg, code: str) -> dict[str, str]:
+def point_tags(spec: TableSpec, point: GridRun, scale: str, cfg, code: str,
+               extra: dict[str, str] | None = None) -> dict[str, str]:
     """The tags a grid point's run is recorded with, its identity among them: the same config, code
-    and grid point is the same run, whether ``tables run`` computed it here or a cluster job did."""
+    and grid point is the same run, whether ``tables run`` computed it here or a cluster job did.
+    ``extra``: more that tells it apart (a challenger's name and the digest of its code outside
+    the repository)."""
     from harness.pipeline.record import IDENTITY_TAG, run_identity
 
-    found = tags(spec, point, scale)
+    found = {**tags(spec, point, scale), **(extra or {})}
     return {**found, IDENTITY_TAG: run_identity(cfg, sorted(found.items()), code)}
 
 
-def run_point(spec: TableSpec, point: GridRun, scale: str, cfg, code: str) -> Outcome:
+def run_point(spec: TableSpec, point: GridRun, scale: str, cfg, code: str,
+              extra_tags: dict[str, str] | None = None) -> Outcome:
     """One grid point through the pipeline, recorded (a FAILED run with its one-line reason when a
-    model or data cannot be had); nothing runs when the same point is recorded already
-    (``tracking.rerun=skip``). ``cfg``: the point's composed config."""
+    model or data cannot be had, or the chunker raised on a document); nothing runs when the same
+    point is recorded already (``tracking.rerun=skip``). ``cfg``: the point's composed config."""
     from harness.pipeline.record import IDENTITY_TAG, find_recorded, log_failure, log_run
     from harness.pipeline.runner import Pipeline
 
     t0 = time.perf_counter()
-    found = point_tags(spec, point, scale, cfg, code)
+    found = point_tags(spec, point, scale, cfg, code, extra_tags)
     if recorded := find_recorded(cfg, found[IDENTITY_TAG]):
         return Outcome(point, "finished", time.perf_counter() - t0, f"already recorded as run {recorded[:8]}")
     found.update(job_tags())  # where it ran: no part of what it is
     try:
         result = Pipeline(cfg, log=lambda *_: None).run()
-    except (ConfigError, DataError, OSError) as e:  # OSError: a model or file that cannot be had
+    except (ConfigError, DataError, OSError, ChunkerFailed) as e:  # OSError: a model or file that cannot be had
         log_failure(cfg, point.key, unavailable(e), found)
         return Outcome(point, "failed", time.perf_counter() - t0, unavailable(e))
     log_run(cfg, result, point.key, found)

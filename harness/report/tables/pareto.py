@@ -43,6 +43,7 @@ class Point:
     llm_calls_from_cache_per_doc: float
     tables: tuple[str, ...]
     pareto: bool = False
+    run_ids: tuple[str, ...] = ()
 
 
 def _label(params: dict[str, str], keys: tuple[str, ...]) -> str:
@@ -76,8 +77,9 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()[:80] or "dataset"
 
 
-def finished_runs(uri: str, scale: str) -> list:
-    """The latest finished run of every grid point of every paper table at ``scale``."""
+def finished_runs(uri: str, scale: str, challenge: str | None = None) -> list:
+    """The latest finished run of every grid point of every paper table at ``scale``; a
+    challenger's (``python -m harness.cli challenge``) only for the challenge named."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -90,15 +92,22 @@ def finished_runs(uri: str, scale: str) -> list:
     for r in runs:
         if "table.pair.a_run" in r.data.tags:  # a judged pair of two runs (pairwise), no chunking of its own
             continue
+        if r.data.tags.get("challenge", challenge) != challenge:
+            continue
         latest.setdefault((r.data.tags.get("table"), r.data.tags.get("table.run")), r)
     return list(latest.values())
+
+
+def dataset_label(run) -> str:
+    """The dataset a run read, with its stand-in filter (a plot's title and file name)."""
+    return _label(run.data.params, DATASET)
 
 
 def points(runs: list) -> dict[str, tuple[str, str, list[Point]]]:
     """Per dataset: (quality metric, retrieval setting, points with the front marked)."""
     by_dataset: dict[str, list] = {}
     for r in runs:
-        by_dataset.setdefault(_label(r.data.params, DATASET), []).append(r)
+        by_dataset.setdefault(dataset_label(r), []).append(r)
     out = {}
     for dataset, rs in sorted(by_dataset.items()):
         metric = next((m for m in QUALITY if any(m in r.data.metrics for r in rs)), None)
@@ -120,7 +129,8 @@ def points(runs: list) -> dict[str, tuple[str, str, list[Point]]]:
                              m.get("chunker_cost_embed_texts", float("nan")) / n_docs,
                              m.get("chunker_cost_llm_calls", float("nan")) / n_docs,
                              m.get("chunker_cost_llm_calls_from_cache", 0.0) / n_docs,
-                             tuple(sorted({g.data.tags.get("table", "") for g in group}))))
+                             tuple(sorted({g.data.tags.get("table", "") for g in group})),
+                             run_ids=tuple(g.info.run_id for g in group)))
         front = [p for p in pts if not any(q.seconds_per_doc <= p.seconds_per_doc and q.quality >= p.quality
                                            and (q.seconds_per_doc, q.quality) != (p.seconds_per_doc, p.quality)
                                            for q in pts)]
@@ -161,12 +171,13 @@ def plot(dataset: str, metric: str, setting: str, pts: list[Point], path: Path, 
     save(fig, path)
 
 
-def write(uri: str, scale: str, out: Path) -> list[tuple[str, str, Path, int]]:
-    """``results/pareto/<dataset>.{png,csv}``; returns (dataset, metric, png path, points) per plot."""
+def write(uri: str, scale: str, out: Path, challenge: str | None = None) -> list[tuple[str, str, Path, int]]:
+    """``results/pareto/<dataset>.{png,csv}``; returns (dataset, metric, png path, points) per plot.
+    ``challenge``: with that challenger's runs."""
     written = []
     folder = out / "pareto"
     stale = set(folder.glob("*.png")) | set(folder.glob("*.csv"))  # the folder is generated: no leftovers
-    for dataset, (metric, setting, pts) in points(finished_runs(uri, scale)).items():
+    for dataset, (metric, setting, pts) in points(finished_runs(uri, scale, challenge)).items():
         if len(pts) < 2 or not any(p.quality > 0 for p in pts):  # nothing to compare
             continue
         folder.mkdir(parents=True, exist_ok=True)

@@ -86,10 +86,9 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper,
         return Cell(None, paper=paper, note="nothing to score in this data")
     f = metric.factor
     if len(values) == 1 or spec.sweep_select != "mean":
-        names = selection_names(spec, row, col)
-        best = max(range(len(values)), key=lambda i: selection_score(spec, names, records[i], values[i]))
+        best = best_point(spec, row, col, records, values)
         m = records[best].data.metrics
-        chosen = "|".join(points[best].key.split("|")[2 + (spec.x is not None):]) if len(values) > 1 else ""
+        chosen = sweep_point(spec, points[best]) if len(values) > 1 else ""
         if spec.spread == "std":
             std = m.get(f"{metric.metric}/std")
             return Cell(values[best] * f, std=None if std is None else std * f, n_runs=len(values), paper=paper,
@@ -98,6 +97,35 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper,
         return Cell(values[best] * f, None if low is None else low * f, None if high is None else high * f,
                     n_runs=len(values), paper=paper, chosen=chosen)
     return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
+
+
+def best_point(spec: TableSpec, row: Axis, col: Column, records: list, values: list[float]) -> int:
+    """The index of the sweep point a one-point cell (``sweep_select`` best, best_group) shows."""
+    names = selection_names(spec, row, col)
+    return max(range(len(values)), key=lambda i: selection_score(spec, names, records[i], values[i]))
+
+
+def sweep_point(spec: TableSpec, point: GridRun) -> str:
+    """A grid point's sweep overrides (``chunker.size=200``), without its row, group and x value."""
+    return "|".join(point.key.split("|")[2 + (spec.x is not None):])
+
+
+def cell_runs(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict,
+              points_by_cell: dict | None = None) -> list[tuple[GridRun, object]]:
+    """The grid points and finished runs a cell's value is read from: its best sweep point under
+    ``sweep_select`` best or best_group, else all of them (a mean over the sweep); empty where the
+    cell has no value."""
+    points = [p for p in (points_by_cell or grid_points(spec, scale)).get((row.key, col.group.key, col.x), [])]
+    records = [runs.get(p.key) for p in points]
+    if not points or any(r is None or r.info.status != "FINISHED" for r in records):
+        return []
+    values = [r.data.metrics.get(spec.metric_name(row, col)) for r in records]
+    if any(v is None for v in values):
+        return []
+    if len(values) == 1 or spec.sweep_select != "mean":
+        best = best_point(spec, row, col, records, values)
+        return [(points[best], records[best])]
+    return list(zip(points, records))
 
 
 def aggregate_cell(spec: TableSpec, scale: str, row: Axis, col: Column, cells: dict[tuple[str, str], Cell],

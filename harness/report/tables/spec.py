@@ -61,6 +61,11 @@ The paper's numbers file may carry the paper's ± beside each value: a fourth co
 (``row,column,value,std``; empty or ``-`` where the paper prints none), rendered beside the
 paper's value.
 
+``challenge`` says how a new chunker joins the table (``python -m harness.cli challenge``): which
+rows it is compared with, in which families (one per retriever or reader), which overrides it
+replaces and gets, the size parameter it is swept over, or why the table takes none
+(:class:`harness.report.tables.spec_blocks.Challenge`).
+
     title: ...            source: ...          numbers: results/papers/<paper>/<table>.csv
     shared: [overrides]   rows: {key: {label, overrides, sweep: {param: [values]} | [{param: [values]}, ...]}}
     groups: {key: {label, overrides, missing, metrics: {key: run metric}, aggregate: {mean_of: [groups]}}}
@@ -72,6 +77,7 @@ paper's value.
     series: {label, y_label, lines: {key: {series: per-document series key, label}}}
     pairwise: {a: row, b: row, judge: [overrides], outcomes: [score, round], label, max_tokens,
                temperature, retries, seed}
+    challenge: {skip: why} | {rows: [globs], by: [keys], drop: [keys], add: [overrides], sweep, lower: [metrics]}
 """
 
 from __future__ import annotations
@@ -84,8 +90,10 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from harness.report.tables.spec_blocks import (OUTCOMES, Correlation, PairColumn, Pairwise, Series, override_list,
-                                               pairwise_fields, parse_correlation, parse_pairwise, parse_series, show)
+from harness.report.tables.spec_blocks import (OUTCOMES, Challenge, Correlation, PairColumn, Pairwise, Series, Sweep,
+                                               override_list, pairwise_fields, parse_challenge, parse_correlation,
+                                               parse_pairwise, parse_series, show, sweep_points)
+from harness.report.tables.spec_blocks import parse_sweep as _sweep
 from harness.report.tables.setup import PaperSetup, parse_paper
 from harness.types import ConfigError
 
@@ -98,12 +106,7 @@ GROUP_KEYS = AXIS_KEYS | {"aggregate"}
 AGGREGATES = ("mean_of",)
 SCALE_AXIS_KEYS = {"rows": {"label", "overrides", "add", "sweep"}, "groups": {"label", "overrides", "add"}}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
-        "select_by", "spread", "correlation", "series", "pairwise", "paper"}
-
-
-# A sweep: the union of Cartesian products, each a tuple of (parameter, its values).
-Product = tuple[tuple[str, tuple[Any, ...]], ...]
-Sweep = tuple[Product, ...]
+        "select_by", "spread", "correlation", "series", "pairwise", "paper", "challenge"}
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,7 @@ class TableSpec:
     series: Series | None = None
     pairwise: Pairwise | None = None
     paper: PaperSetup | None = None   # the paper's declared setup (models, data, settings, deviations)
+    challenge: Challenge | None = None   # how a challenger chunker joins the table (spec_blocks.Challenge)
 
     @property
     def experiment(self) -> str:
@@ -279,32 +283,6 @@ class TableSpec:
                     key = "|".join((row.key, group.key, *point))
                     out.append(GridRun(key, row.key, group.key, (*base, *point), why, x))
         return out
-
-
-def sweep_points(sweep: Sweep) -> list[tuple[str, ...]]:
-    """A sweep's points as override lists, each product in turn, a point that two products share once."""
-    out: dict[tuple[str, ...], None] = {}
-    for product in sweep:
-        names = [name for name, _ in product]
-        for values in itertools.product(*(vals for _, vals in product)):
-            out.setdefault(tuple(f"{n}={v}" for n, v in zip(names, values)))
-    return list(out) or [()]
-
-
-def _sweep(node: Any, where: str = "sweep") -> Sweep:
-    if node is None or node == {}:
-        return ()
-    products = node if isinstance(node, (list, tuple)) else [node]
-    out = []
-    for i, product in enumerate(products):
-        here = f"{where}[{i}]" if isinstance(node, (list, tuple)) else where
-        if (not isinstance(product, dict) or not product
-                or any(isinstance(v, (str, dict)) or not hasattr(v, "__iter__") or not len(v)
-                       for v in product.values())):
-            raise ConfigError(f"{here}: must map a parameter to its values ({{chunker.size: [200, 300]}}; a list of "
-                              f"such mappings for a union of grids), got {product!r}")
-        out.append(tuple((str(p), tuple(v)) for p, v in product.items()))
-    return tuple(out)
 
 
 def _aggregate(node: Any, where: str) -> tuple[str, ...]:
@@ -425,7 +403,9 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
                      groups, metrics, scales, _x_axis(raw.get("x"), where),
                      select, select_by, spread, parse_correlation(raw.get("correlation"), layout, where), series,
                      parse_pairwise(raw.get("pairwise"), rows, scales, where),
-                     parse_paper(raw.get("paper"), {r.key for r in rows}, {str(g) for g in raw["groups"]}, where))
+                     parse_paper(raw.get("paper"), {r.key for r in rows}, {str(g) for g in raw["groups"]}, where),
+                     parse_challenge(raw.get("challenge"), tuple(r.key for r in rows), layout,
+                                     None if raw.get("x") is None else str(raw["x"].get("param")), where))
 
 
 def all_specs() -> list[TableSpec]:

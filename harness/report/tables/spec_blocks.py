@@ -1,10 +1,13 @@
-"""The optional figure blocks of a table file (their format: :mod:`harness.report.tables.spec`):
-``correlation`` (QChunker's Figure 2), ``series`` (QChunker's Figure 3) and ``pairwise``
-(MC-indexing's Figure 3), each a typed value parsed and checked for its shape; and the override
-lists every block of a table file shares."""
+"""The optional blocks of a table file (their format: :mod:`harness.report.tables.spec`):
+``correlation`` (QChunker's Figure 2), ``series`` (QChunker's Figure 3), ``pairwise``
+(MC-indexing's Figure 3) and ``challenge`` (how a new chunker joins the table), each a typed
+value parsed and checked for its shape; and what every block of a table file shares: override
+lists and sweeps."""
 
 from __future__ import annotations
 
+import fnmatch
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +20,11 @@ OUTCOME_KINDS = ("score", "round")   # score-based | round-based (harness.report
 OUTCOMES = ("win", "tie", "loss")   # from row a's side
 PAIRWISE_KEYS = {"a", "b", "judge", "outcomes", "label", "max_tokens", "temperature", "retries", "seed"}
 PAIRWISE_SCALE_KEYS = PAIRWISE_KEYS - {"a", "b", "outcomes"}
+
+
+# A sweep: the union of Cartesian products, each a tuple of (parameter, its values).
+Product = tuple[tuple[str, tuple[Any, ...]], ...]
+Sweep = tuple[Product, ...]
 
 
 def show(value: Any) -> str:
@@ -174,3 +182,89 @@ def parse_pairwise(node: Any, rows: tuple[Axis, ...], scales: dict[str, Any], wh
             pairwise_fields(sub, f"{outer}.scale.{scale}.pairwise")
     return Pairwise(str(node["a"]), str(node["b"]), outcomes=tuple(str(o) for o in outcomes),
                     **pairwise_fields(node, where))
+
+
+def sweep_points(sweep: Sweep) -> list[tuple[str, ...]]:
+    """A sweep's points as override lists, each product in turn, a point that two products share once."""
+    out: dict[tuple[str, ...], None] = {}
+    for product in sweep:
+        names = [name for name, _ in product]
+        for values in itertools.product(*(vals for _, vals in product)):
+            out.setdefault(tuple(f"{n}={v}" for n, v in zip(names, values)))
+    return list(out) or [()]
+
+
+def parse_sweep(node: Any, where: str = "sweep") -> Sweep:
+    if node is None or node == {}:
+        return ()
+    products = node if isinstance(node, (list, tuple)) else [node]
+    out = []
+    for i, product in enumerate(products):
+        here = f"{where}[{i}]" if isinstance(node, (list, tuple)) else where
+        if (not isinstance(product, dict) or not product
+                or any(isinstance(v, (str, dict)) or not hasattr(v, "__iter__") or not len(v)
+                       for v in product.values())):
+            raise ConfigError(f"{here}: must map a parameter to its values ({{chunker.size: [200, 300]}}; a list of "
+                              f"such mappings for a union of grids), got {product!r}")
+        out.append(tuple((str(p), tuple(v)) for p, v in product.items()))
+    return tuple(out)
+
+
+CHALLENGE_KEYS = {"skip", "rows", "by", "drop", "add", "sweep", "lower"}
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """How a challenger chunker joins the table (``python -m harness.cli challenge``).
+
+    The baseline ``rows`` (globs over row keys) fall into families by the values of the overrides
+    ``by`` names (one per retriever, say); each family gets one challenger row: the family's first
+    row's overrides at the scale, less those under ``drop`` (the chunker's, and a method-specific
+    context assembler), plus the challenger's own and ``add`` (the assembler a plain chunker gets).
+    ``sweep`` is the table's size parameter (LGMGC's theta), swept where the challenger takes it.
+    ``lower`` names the layout metrics where lower is better (a chunking error). ``skip``: the
+    table is not about chunkers (dataset statistics, a judge's figure), with the reason."""
+
+    skip: str | None = None
+    rows: tuple[str, ...] = ("*",)
+    by: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ("chunker",)
+    add: tuple[str, ...] = ()
+    sweep: Sweep = ()
+    lower: tuple[str, ...] = ()
+
+    def drops(self, override: str) -> bool:
+        """Whether ``override`` sets something the challenger replaces (``~chunker.base``,
+        ``+chunker.base={...}`` and ``chunker.size=200`` all fall under ``chunker``)."""
+        key = override.split("=", 1)[0].lstrip("~+")
+        return any(key == d or key.startswith((f"{d}.", f"{d}@")) for d in self.drop)
+
+
+def parse_challenge(node: Any, rows: tuple[str, ...], layout: set[str], x_param: str | None,
+                    where: str) -> Challenge | None:
+    if node is None:
+        return None
+    where = f"{where}.challenge"
+    if not isinstance(node, dict) or set(node) - CHALLENGE_KEYS:
+        raise ConfigError(f"{where}: keys are {', '.join(sorted(CHALLENGE_KEYS))}, got {node!r}")
+    if "skip" in node:
+        if set(node) != {"skip"} or not str(node["skip"] or "").strip():
+            raise ConfigError(f"{where}.skip: the reason the table takes no challenger, and nothing else")
+        return Challenge(skip=str(node["skip"]))
+
+    def names(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        return override_list(node[key], f"{where}.{key}") if key in node else default
+
+    c = Challenge(rows=names("rows", ("*",)), by=names("by", ()), drop=names("drop", ("chunker",)),
+                  add=names("add", ()), sweep=parse_sweep(node.get("sweep"), f"{where}.sweep"),
+                  lower=names("lower", ()))
+    unmatched = [g for g in c.rows if not any(fnmatch.fnmatch(r, g) for r in rows)]
+    if unmatched:
+        raise ConfigError(f"{where}.rows: {unmatched} match no row ({', '.join(rows)})")
+    if set(c.lower) - layout:
+        raise ConfigError(f"{where}.lower: {sorted(set(c.lower) - layout)} are not layout metrics ({sorted(layout)})")
+    if x_param is not None and x_param.startswith("chunker."):  # another chunker has no such parameter
+        raise ConfigError(f"{where}: the x axis sweeps {x_param}, a parameter of the chunker a challenger "
+                          f"replaces: give skip with the reason instead")
+    return c
+

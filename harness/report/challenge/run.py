@@ -1,0 +1,202 @@
+"""A challenge, end to end: every challengeable table with the challenger's rows, run through the
+normal grid (pipeline, stage cache, MLflow record), re-rendered, compared and reported.
+
+A baseline point the record already holds is read, never run again (a challenge on reproduced
+tables computes only the challenger's rows); one it lacks is run as ``tables run`` would. The
+challenger's runs are tagged ``challenge=<name>`` with the digest of its code, so editing a
+chunker outside the repository runs it again, and the published tables and plots leave them out.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.code_digest import target_digest
+from harness.report.challenge.challenger import Challenger
+from harness.report.challenge.rows import Challenged, challenged, override_value
+from harness.report.challenge.significance import Comparison, correct, rank, test, unit_scores
+from harness.report.tables import grid, render
+from harness.report.tables.records import point_runs
+from harness.report.tables.spec import TableSpec
+from harness.report.tables.spec_blocks import Sweep
+from harness.types import ConfigError
+
+CHALLENGES = render.RESULTS / "challenges"
+COST = ("chunk_seconds_per_doc", "chunks_per_doc", "chunk_size_mean", "chunk_size_max", "docs_single_chunk",
+        "chunks_over_context_budget", "chunks_over_embedder_input")
+PER_DOC = {"chunker_cost_embed_texts": "embedded texts/doc", "chunker_cost_llm_calls": "LLM calls/doc"}
+
+
+@dataclass
+class Ranked:
+    family: str
+    column: str                   # the column's label
+    key: str                      # the column's key
+    value: float | None
+    text: str                     # value [CI] as the table shows it
+    rank: int | None
+    rows: int                     # rows with a value in the family (the challenger's included)
+    best: str                     # the best baseline's label
+    best_value: float | None
+    chunk_size: float | None      # the challenger's mean chunk size in this cell's runs
+    note: str = ""
+
+
+@dataclass
+class Cost:
+    family: str
+    group: str
+    row: str                      # a row's label
+    challenger: bool
+    values: dict[str, float]
+
+
+@dataclass
+class TableResult:
+    spec: TableSpec
+    challenged: Challenged
+    rendered: render.Rendered
+    ranked: list[Ranked]
+    comparisons: list[Comparison]
+    costs: list[Cost]
+    outcomes: list[grid.Outcome]
+    baseline_runs: int            # baseline points read from the record
+    baseline_computed: int        # baseline points this challenge had to run
+    seconds: float
+    run_ids: list[str] = field(default_factory=list)   # the challenger's runs
+
+
+def challenger_tags(ch: Challenger) -> dict[str, str]:
+    return {"challenge": ch.name, "challenge.code": target_digest(ch.target)}
+
+
+def run_table(t: Challenged, ch: Challenger, scale: str, extra: Sequence[str], uri: str,
+              log: Callable[[str], None]) -> tuple[list[grid.Outcome], int, int]:
+    """The baseline points the record lacks, then the challenger's; the challenger's configs are
+    composed first, so a bad argument stops the challenge before anything runs."""
+    from harness.pipeline.record import code_state
+
+    code = code_state()
+    recorded = point_runs(t.base, uri, scale, extra)
+    base = [p for p in t.base.runs(scale) if not p.skip]
+    missing = [p for p in base if p.key not in recorded]
+    mine = {f.row for f in t.families}
+    points = [p for p in t.spec.runs(scale) if p.row in mine and not p.skip]
+    configs = []
+    for p in points:
+        try:
+            configs.append(grid.compose(t.spec, p, scale, extra))
+        except Exception as e:  # Hydra's own errors: one line naming the point
+            raise ConfigError(f"challenger {ch.given} in {t.spec.id} ({p.key}): {str(e).splitlines()[0]}") from None
+    outcomes = []
+    for i, p in enumerate(missing, 1):
+        o = grid.run_point(t.base, p, scale, grid.compose(t.base, p, scale, extra), code)
+        log(f"[{t.spec.id}] baseline {i}/{len(missing)} {p.key}: {o.status} in {o.seconds:.1f}s")
+    tags = challenger_tags(ch)
+    for i, (p, cfg) in enumerate(zip(points, configs), 1):
+        outcomes.append(grid.run_point(t.spec, p, scale, cfg, code, tags))
+        log(grid.progress_line(t.spec, i, len(points), outcomes[-1]))
+    return outcomes, len(base) - len(missing), len(missing)
+
+
+def _mean(records: list, name: str) -> float | None:
+    found = [r.data.metrics[name] for r in records if name in r.data.metrics]
+    return statistics.fmean(found) if found else None
+
+
+def compare_table(t: Challenged, uri: str, scale: str, extra: Sequence[str]) -> tuple[
+        list[Ranked], list[Comparison], list[Cost], dict]:
+    """Per family and column: the challenger's rank and each paired comparison (Holm over the
+    table); per family and group: what each row's chunking cost."""
+    s = t.spec
+    runs = {k: rs[0] for k, rs in point_runs(s, uri, scale, extra).items()}
+    points = render.grid_points(s, scale)
+    cells = render.table_cells(s, scale, runs, render.paper_rows(s), points)
+    rows = {r.key: r for r in s.rows}
+    ranked, comparisons, costs = [], [], []
+    for fam in t.families:
+        me = rows[fam.row]
+        for col in s.columns():
+            mine = cells[(fam.row, col.key)]
+            lower = col.metric.key in t.lower
+            base = {b: cells[(b, col.key)] for b in fam.baselines}
+            valued = {b: c.ours for b, c in base.items() if c.ours is not None}
+            best = (min if lower else max)(valued, key=valued.get) if valued else None
+            my_runs = render.cell_runs(s, scale, me, col, runs, points)
+            label = render.column_label(s, col, scale) + (" (lower is better)" if lower else "")
+            ranked.append(Ranked(fam.label, label, col.key, mine.ours,
+                                 render.ours_text(mine, col.metric.digits),
+                                 None if mine.ours is None else rank(mine.ours, list(valued.values()), lower),
+                                 len(valued) + (mine.ours is not None), rows[best].label if best else "",
+                                 valued.get(best), _mean([r for _, r in my_runs], "chunk_size_mean"),
+                                 "" if mine.ours is not None else mine.note))
+            if col.group.aggregate:  # a mean of other columns: ranked, its parts are tested
+                continue
+            metric = s.metric_name(me, col)
+            mine_scores = [unit_scores(uri, r, metric) for _, r in my_runs]
+            for b, cell in base.items():
+                row = rows[b]
+                c = Comparison(s.id, fam.label, label, b, row.label,
+                               override_value(row.overrides, "chunker") or "?", cell.ours, cell.paper, mine.ours, lower)
+                if cell.ours is None or mine.ours is None:  # not run at this scale, failed: the ranks say why
+                    continue
+                their = render.cell_runs(s, scale, row, col, runs, points)
+                scores = [unit_scores(uri, r, s.metric_name(row, col)) for _, r in their]
+                comparisons.append(test(c, scores, mine_scores, [_values(s, p) for p, _ in their],
+                                        [_values(s, p) for p, _ in my_runs], col.metric.factor))
+        for g in s.groups:
+            if g.aggregate:
+                continue
+            for key in (*fam.baselines, fam.row):
+                records = [runs[p.key] for p in s.runs(scale) if p.row == key and p.group == g.key
+                           and p.key in runs and runs[p.key].info.status == "FINISHED"]
+                if not records:
+                    continue
+                values = {k: v for k in COST if (v := _mean(records, k)) is not None}
+                n_docs = _mean(records, "n_docs") or 1.0
+                values.update({label: v / n_docs for k, label in PER_DOC.items() if (v := _mean(records, k)) is not None})
+                costs.append(Cost(fam.label, g.label or g.key, rows[key].label, key == fam.row, values))
+    correct(comparisons)
+    return ranked, comparisons, costs, runs
+
+
+def _values(spec: TableSpec, point) -> str:
+    """A sweep point's values alone (``chunker.size=200`` and ``++chunker.size=200`` pair)."""
+    return "|".join(part.partition("=")[2] for part in render.sweep_point(spec, point).split("|") if part)
+
+
+def challenge(ch: Challenger, specs: Sequence[TableSpec], scale: str, extra: Sequence[str], uri: str,
+              out: Path, sweep: Sweep | None = None, log: Callable[[str], None] = print):
+    """Every table of ``specs`` that takes a challenger, run, rendered into ``out/tables`` and
+    compared; the report is :func:`harness.report.challenge.report.write`'s."""
+    from harness.report.challenge import report
+
+    t0 = time.perf_counter()
+    results, skipped = [], []
+    for s in specs:
+        if s.challenge is None or s.challenge.skip:
+            skipped.append((s.id, s.challenge.skip if s.challenge else "the table file has no challenge block"))
+            continue
+        t1 = time.perf_counter()
+        t = challenged(s, ch, scale, sweep)
+        mine = {f.row for f in t.families}
+        if not any(p.row in mine and not p.skip for p in t.spec.runs(scale)):
+            skipped.append((s.id, f"none of its points runs at {scale} scale (its caption says why)"))
+            continue
+        outcomes, reused, computed = run_table(t, ch, scale, extra, uri, log)
+        rendered = render.build(t.spec, uri, scale, extra)
+        render.write(rendered, out / "tables")
+        ranked, comparisons, costs, runs = compare_table(t, uri, scale, extra)
+        ids = [r.info.run_id for k, r in runs.items() if k.split("|")[0] in mine]
+        results.append(TableResult(s, t, rendered, ranked, comparisons, costs, outcomes, reused, computed,
+                                   time.perf_counter() - t1, ids))
+        log(f"[{s.id}] challenged: {sum(o.status == 'finished' for o in outcomes)} finished, "
+            f"{sum(o.status == 'failed' for o in outcomes)} failed, {reused} baseline points read from the record, "
+            f"{computed} run, in {time.perf_counter() - t1:.0f}s")
+    if not results:
+        raise ConfigError(f"none of the tables takes a challenger: {'; '.join(f'{i}: {why}' for i, why in skipped)}")
+    return report.write(ch, results, skipped, scale, uri, out, time.perf_counter() - t0)
