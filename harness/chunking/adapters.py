@@ -1,0 +1,77 @@
+"""Library chunkers as ChunkBench chunkers: LangChain's text splitters and Chonkie's chunkers.
+
+    pip install -e ".[adapters]"     # langchain-text-splitters, chonkie (not in the base install)
+    python -m harness chunker=langchain chunker.splitter=RecursiveCharacterTextSplitter \\
+        "chunker.kwargs={chunk_size:1000,chunk_overlap:0}"
+    python -m harness chunker=chonkie chunker.name=RecursiveChunker "chunker.kwargs={chunk_size:512}"
+
+A chunk's span is the library's own offset (LangChain's ``add_start_index``, Chonkie's
+``start_index``/``end_index``), checked against the text: a chunk whose text is not at its offsets
+is an error naming the library, the document and the chunk, never a search for where it might be.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from harness.chunking.base import Chunker, spans_to_chunks
+from harness.types import Chunk, ConfigError, Document
+
+
+def _library(module: str, extra: str = "adapters"):
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ConfigError(f"{module} is not installed: pip install -e \".[{extra}]\" ({e})") from None
+
+
+def _class(module, name: str, what: str, param: str) -> type:
+    found = getattr(module, name, None)
+    if not isinstance(found, type):
+        raise ConfigError(f"{param}: {module.__name__} has no {what} {name!r}")
+    return found
+
+
+def checked_spans(library: str, doc: Document, pieces: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
+    """(text, start, end) per library chunk as spans, each checked to hold its text exactly."""
+    spans = []
+    for i, (text, start, end) in enumerate(pieces):
+        if not (0 <= start <= end <= len(doc.text)) or doc.text[start:end] != text:
+            raise ValueError(f"{library} chunk {i} of document {doc.doc_id!r}: its text is not at its offsets "
+                             f"[{start}, {end}) (starts {text[:40]!r}, the document there "
+                             f"{doc.text[max(start, 0):max(start, 0) + 40]!r})")
+        spans.append((start, end))
+    return spans
+
+
+class LangChainChunker(Chunker):
+    """A ``langchain_text_splitters`` splitter by class name, its keyword arguments in ``kwargs``
+    (``add_start_index`` is always on: it gives the offsets)."""
+
+    def __init__(self, splitter: str = "RecursiveCharacterTextSplitter", kwargs: dict[str, Any] | None = None):
+        cls = _class(_library("langchain_text_splitters"), splitter, "text splitter", "chunker.splitter")
+        try:
+            self.splitter = cls(**{**dict(kwargs or {}), "add_start_index": True})
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"chunker.kwargs: {splitter}: {e}") from None
+
+    def chunk_document(self, doc: Document) -> list[Chunk]:
+        pieces = [(d.page_content, d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content))
+                  for d in self.splitter.create_documents([doc.text])]
+        return spans_to_chunks(doc, checked_spans("LangChain", doc, pieces))
+
+
+class ChonkieChunker(Chunker):
+    """A Chonkie chunker by class name (``chonkie.<name>``), its keyword arguments in ``kwargs``."""
+
+    def __init__(self, name: str = "RecursiveChunker", kwargs: dict[str, Any] | None = None):
+        cls = _class(_library("chonkie"), name, "chunker", "chunker.name")
+        try:
+            self.chunker = cls(**dict(kwargs or {}))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"chunker.kwargs: {name}: {e}") from None
+
+    def chunk_document(self, doc: Document) -> list[Chunk]:
+        pieces = [(c.text, c.start_index, c.end_index) for c in self.chunker.chunk(doc.text)]
+        return spans_to_chunks(doc, checked_spans("Chonkie", doc, pieces))

@@ -1,0 +1,113 @@
+"""LangChain's and Chonkie's chunkers as ChunkBench chunkers (harness/chunking/adapters.py): the
+libraries' own offsets, checked against the text, held to the span contract like every chunker."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given
+
+from harness.chunking import adapters
+from harness.chunking.base import check_chunks
+from harness.data.ohrbench import OHRBench
+from harness.types import ConfigError, Document
+
+from tests.chunking.test_chunk_properties import FAST, documents
+
+pytest.importorskip("langchain_text_splitters")
+pytest.importorskip("chonkie")
+
+LIBRARY = [
+    ("langchain", lambda: adapters.LangChainChunker("RecursiveCharacterTextSplitter", {"chunk_size": 300, "chunk_overlap": 0})),
+    ("langchain", lambda: adapters.LangChainChunker("RecursiveCharacterTextSplitter", {"chunk_size": 200, "chunk_overlap": 50})),
+    ("langchain", lambda: adapters.LangChainChunker("MarkdownTextSplitter", {"chunk_size": 300, "chunk_overlap": 0})),
+    ("chonkie", lambda: adapters.ChonkieChunker("RecursiveChunker", {"chunk_size": 256})),
+    ("chonkie", lambda: adapters.ChonkieChunker("TokenChunker", {"chunk_size": 200, "chunk_overlap": 20})),
+    ("chonkie", lambda: adapters.ChonkieChunker("SentenceChunker", {"chunk_size": 300})),
+]
+IDS = ["lc-recursive", "lc-recursive-overlap", "lc-markdown", "chonkie-recursive", "chonkie-token", "chonkie-sentence"]
+
+
+@pytest.fixture(scope="module")
+def real_documents():
+    """The bundled OHR-Bench pages, real text in the publisher's layout (tables, lists, headings)."""
+    return OHRBench().load().documents
+
+
+@pytest.mark.parametrize("make", [m for _, m in LIBRARY], ids=IDS)
+def test_library_chunkers_keep_the_span_contract_on_real_pages(make, real_documents):
+    chunker = make()
+    for doc in real_documents:
+        chunks = chunker.chunk_document(doc)
+        assert chunks, doc.doc_id
+        check_chunks(doc, chunks)
+        assert all(doc.text[c.start:c.end] == c.text for c in chunks)
+
+
+@pytest.mark.parametrize("make", [m for _, m in LIBRARY], ids=IDS)
+@FAST
+@given(doc=documents)
+def test_library_chunkers_keep_the_span_contract_on_generated_text(make, doc):
+    check_chunks(doc, make().chunk_document(doc))
+
+
+def test_chonkies_semantic_chunker_runs_on_the_bundled_embedder(real_documents):
+    from harness.text import bundled_embedder_path
+
+    chunker = adapters.ChonkieChunker("SemanticChunker", {"embedding_model": str(bundled_embedder_path()),
+                                                          "chunk_size": 256, "threshold": 0.5})
+    doc = min(real_documents, key=lambda d: len(d.text))  # a page: every sentence is embedded on 2 cores
+    chunks = chunker.chunk_document(doc)
+    check_chunks(doc, chunks)
+    assert len(chunks) > 1
+
+
+class Misplaced:
+    """A splitter whose second chunk's offset is off by one (as a library bug would be)."""
+
+    def create_documents(self, texts):
+        text = texts[0]
+        return [SimpleNamespace(page_content=text[:10], metadata={"start_index": 0}),
+                SimpleNamespace(page_content=text[10:20], metadata={"start_index": 11})]
+
+
+def test_a_chunk_not_at_its_offsets_is_an_error_naming_it():
+    chunker = adapters.LangChainChunker("RecursiveCharacterTextSplitter")
+    chunker.splitter = Misplaced()
+    doc = Document("d7", "abcdefghijklmnopqrstuvwxyz")
+    with pytest.raises(ValueError, match=r"LangChain chunk 1 of document 'd7': its text is not at its offsets \[11, 21\)"):
+        chunker.chunk_document(doc)
+
+
+def test_a_library_chunk_that_is_not_document_text_is_refused(real_documents):
+    """LangChain's CharacterTextSplitter joins its splits with the separator: where a page has a
+    blank line, a chunk holds text the page does not, and LangChain's own offset is -1."""
+    chunker = adapters.LangChainChunker("CharacterTextSplitter", {"separator": "\n", "chunk_size": 300, "chunk_overlap": 0})
+    doc = next(d for d in real_documents if d.doc_id == "finance/AMAZON_2019_10K")
+    with pytest.raises(ValueError, match=r"LangChain chunk 0 of document 'finance/AMAZON_2019_10K': its text is not at "
+                                         r"its offsets \[-1, "):
+        chunker.chunk_document(doc)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: adapters.LangChainChunker("NoSuchSplitter"), "chunker.splitter: langchain_text_splitters has no text splitter 'NoSuchSplitter'"),
+    (lambda: adapters.ChonkieChunker("NoSuchChunker"), "chunker.name: chonkie has no chunker 'NoSuchChunker'"),
+    (lambda: adapters.ChonkieChunker("TokenChunker", {"colour": 1}), "chunker.kwargs: TokenChunker"),
+    (lambda: adapters.LangChainChunker("RecursiveCharacterTextSplitter", {"chunk_size": 10, "chunk_overlap": 20}),
+     "chunker.kwargs: RecursiveCharacterTextSplitter"),
+])
+def test_a_bad_adapter_config_is_one_line(make, message):
+    with pytest.raises(ConfigError, match=message):
+        make()
+
+
+def test_the_adapters_compose_from_their_configs():
+    from harness.pipeline.components import build_component
+    from harness.report.registry import compose
+
+    cfg = compose(["chunker=langchain", "chunker.splitter=CharacterTextSplitter", "chunker.kwargs={chunk_size:300,separator:'\\n'}"])
+    lc = build_component(cfg.chunker, "chunker")
+    assert lc.splitter._chunk_size == 300
+    cfg = compose(["chunker=chonkie", "chunker.name=TokenChunker", "chunker.kwargs={chunk_size:128}"])
+    assert build_component(cfg.chunker, "chunker").chunker.chunk_size == 128
