@@ -9,6 +9,7 @@
     python -m harness.cli tables plan [--tables ...] [--scale full] [--hardware FILE] [--json]
     python -m harness.cli tables calibrate --hardware FILE [--models ID,...] [--seconds N]
     python -m harness.cli challenge CHUNKER [chunker.ARG=VALUE...] [--tables GLOBS] [--scale smoke] [--name NAME]
+    python -m harness.cli challenge CHUNKER dataset=local dataset.path=DIR [--with-llm]   (your own data)
 
 Every subcommand reads one config, ``configs/config.yaml`` composed by Hydra as a run
 composes it: the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache
@@ -141,7 +142,12 @@ def challenge(args: argparse.Namespace, cfg) -> None:
     from harness.report.tables import spec
     from harness.report.tables.spec_blocks import parse_sweep
 
-    ch = challenger.parse(args.chunker, args.args, args.name)
+    mine = [a for a in args.args if a.lstrip("+").startswith("chunker.")]
+    data = [a for a in args.args if a not in mine]
+    ch = challenger.parse(args.chunker, mine, args.name)
+    if data and not any(a.startswith("dataset=") for a in data):
+        raise ConfigError(f"{' '.join(data)}: not the chunker's arguments (chunker.<arg>=<value>); for your own data "
+                          f"give dataset=local dataset.path=DIR, for every run --set OVERRIDE")
     sweep = None
     if args.sweep is not None:  # --sweep chunker.size=100,200 (repeatable: their product); --sweep none: no sweep
         pairs = [a.partition("=") for a in args.sweep if a != "none"]
@@ -152,7 +158,13 @@ def challenge(args: argparse.Namespace, cfg) -> None:
     extra = [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])]
     preflight(extra)
     out = Path(args.out) if args.out else run.CHALLENGES / ch.name
-    path = run.challenge(ch, spec.select(args.tables), args.scale, extra, tracking_uri(args, cfg), out, sweep)
+    if data:  # the user's data: the challenger beside a standard baseline set (harness.report.challenge.own_data)
+        from harness.report.challenge.own_data import own_data_table
+
+        specs = [own_data_table(data, args.with_llm)]
+    else:
+        specs = spec.select(args.tables)
+    path = run.challenge(ch, specs, args.scale, extra, tracking_uri(args, cfg), out, sweep)
     print(f"report -> {path}")
 
 
@@ -320,7 +332,10 @@ def parser() -> argparse.ArgumentParser:
                                    "(harness.report.challenge).")
     p.add_argument("chunker", help="a chunker config (mine, chunker=mine) or a class: package.module:Class, "
                                    "path/to/file.py:Class")
-    p.add_argument("args", nargs="*", metavar="chunker.ARG=VALUE", help="the chunker's arguments")
+    p.add_argument("args", nargs="*", metavar="chunker.ARG=VALUE", help="the chunker's arguments; with dataset=... "
+                   "(dataset=local dataset.path=DIR) the challenge runs on that data against a standard baseline set")
+    p.add_argument("--with-llm", action="store_true", help="own data: LumberChunker, HiChunk and LGMGC join the "
+                                                           "baselines (each calls the configured LLM)")
     p.add_argument("--tables", default="all", help="comma-separated globs over table ids (default: all)")
     p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
     p.add_argument("--name", default=None, help="the challenger's row key and report folder (default: the "

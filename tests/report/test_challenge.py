@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.report.challenge import challenger, rows, significance
+from harness.data.ohrbench import OHRBench
+from harness.report.challenge import challenger, own_data, rows, significance
 from harness.report.tables import spec
 from harness.types import ConfigError
 
@@ -300,3 +301,28 @@ def test_a_challenger_names_its_own_code_in_the_record(outside):
 
     tags = challenger_tags(challenger.parse(f"{outside}:Windows", name="mine"))
     assert tags["challenge"] == "mine" and len(tags["challenge.code"]) >= 16
+
+
+def test_own_data_puts_the_challenger_beside_the_standard_baselines(tmp_path, outside, capsys):
+    from harness.cli import main
+    from harness.data.local import write_local
+
+    data = write_local(OHRBench(domains=["news"]).load(), tmp_path / "my_data")
+    out, uri = tmp_path / "report", f"sqlite:///{tmp_path / 'mlruns.db'}"
+    main(["challenge", f"{outside}:Windows", "chunker.size=60", "dataset=local", f"dataset.path={data}",
+          "dataset.limit_queries=8", "--uri", uri, "--set", f"cache.dir={tmp_path / 'cache'}", "--out", str(out)])
+    assert f"report -> {out / 'README.md'}" in capsys.readouterr().out
+    readme = (out / "README.md").read_text()
+    assert "1 tables challenged, 0 skipped" in readme and f"### own/{str(data).strip('/').replace('/', '_')}" in readme
+    compared = {r["baseline"] for r in csv.DictReader(io.StringIO((out / "comparisons.csv").read_text()))}
+    assert compared == set(own_data.BASELINES)
+    table = next((out / "tables" / "own").glob("*.md")).read_text()
+    assert "| ★ Windows |" in table and "| semantic_cluster |" in table and "paper" not in table.split("\n|")[1]
+
+
+def test_an_override_that_is_not_the_chunkers_is_one_line(outside):
+    from harness.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["challenge", f"{outside}:Windows", "retriever=bm25"])
+    assert e.value.code == 2

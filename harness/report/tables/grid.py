@@ -42,7 +42,9 @@ def tags(spec: TableSpec, point: GridRun, scale: str) -> dict[str, str]:
 
 def paper_rows(spec: TableSpec) -> dict[tuple[str, str], tuple[float | None, float | None]]:
     """The paper's (value, ±) by (row, column), from ``row,column,value[,std]``; None where the
-    paper prints none ("-" or empty)."""
+    paper prints none ("-" or empty). A table of no paper (a challenge on the user's own data) has none."""
+    if spec.numbers is None:
+        return {}
     if not spec.numbers.is_file():
         raise ConfigError(f"table {spec.id}: the paper's numbers file {spec.numbers} does not exist")
     lines = [ln for ln in spec.numbers.read_text(encoding="utf-8").splitlines()

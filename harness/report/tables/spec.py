@@ -172,7 +172,7 @@ class TableSpec:
     id: str                       # "<paper>/<table>"
     title: str
     source: str
-    numbers: Path
+    numbers: Path | None          # the paper's numbers file (None: a table of no paper, the user's own data)
     note: str
     shared: tuple[str, ...]
     rows: tuple[Axis, ...]
