@@ -111,6 +111,11 @@ def table_lines(r) -> list[str]:
         like = next(x.label for x in s.rows if x.key == f.like)
         lines.append(f"- {f.label or 'all rows'}: compared with {', '.join(x.label for x in s.rows if x.key in f.baselines)}; "
                      f"run at {like}'s settings" + (f"; {f.sweep_note}" if f.sweep_note else "") + ".")
+    if s.sweep_select != "mean" and any(s.sweep(x, r.rendered.scale) for x in s.rows if x.key not in
+                                        {f.row for f in t.families}):
+        lines.append(f"- the swept baselines show their best configuration ({s.sweep_select}), picked on these same "
+                     f"questions: a comparison with one of them favours it (the challenger is run as given; "
+                     f"--sweep gives it a sweep of its own).")
     failed = [o for o in r.outcomes if o.status == "failed"]
     for o in failed:
         lines.append(f"- failed: `{o.run.key}`: {o.note}")
