@@ -1,12 +1,15 @@
-"""Library chunkers as ChunkBench chunkers: LangChain's text splitters and Chonkie's chunkers.
+"""Library chunkers as ChunkBench chunkers: LangChain's text splitters, Chonkie's chunkers and
+LlamaIndex's node parsers.
 
-    pip install -e ".[adapters]"     # langchain-text-splitters, chonkie (not in the base install)
+    pip install -e ".[adapters]"     # langchain-text-splitters, chonkie, llama-index-core (not in the base install)
     python -m harness chunker=langchain chunker.splitter=RecursiveCharacterTextSplitter \\
         "chunker.kwargs={chunk_size:1000,chunk_overlap:0}"
     python -m harness chunker=chonkie chunker.name=RecursiveChunker "chunker.kwargs={chunk_size:512}"
+    python -m harness chunker=llama_index chunker.parser=SentenceSplitter "chunker.kwargs={chunk_size:256}"
 
 A chunk's span is the library's own offset (LangChain's ``add_start_index``, Chonkie's
-``start_index``/``end_index``), checked against the text: a chunk whose text is not at its offsets
+``start_index``/``end_index``, a LlamaIndex node's ``start_char_idx``/``end_char_idx``), checked
+against the text: a chunk whose text is not at its offsets
 is an error naming the library, the document and the chunk, never a search for where it might be.
 """
 
@@ -16,6 +19,7 @@ import importlib
 from typing import Any
 
 from harness.chunking.base import Chunker, spans_to_chunks
+from harness.text import Tokenizer
 from harness.types import Chunk, ConfigError, Document
 
 
@@ -75,3 +79,26 @@ class ChonkieChunker(Chunker):
     def chunk_document(self, doc: Document) -> list[Chunk]:
         pieces = [(c.text, c.start_index, c.end_index) for c in self.chunker.chunk(doc.text)]
         return spans_to_chunks(doc, checked_spans("Chonkie", doc, pieces))
+
+
+class LlamaIndexChunker(Chunker):
+    """A LlamaIndex node parser by class name (``llama_index.core.node_parser.<parser>``), its
+    keyword arguments in ``kwargs``; a node without offsets is refused like a misplaced one."""
+
+    def __init__(self, parser: str = "SentenceSplitter", kwargs: dict[str, Any] | None = None):
+        # LlamaIndex counts in tiktoken's cl100k_base from its own copy, unless TIKTOKEN_CACHE_DIR is
+        # set (ChunkBench sets it for its own tiktoken units): then it must be there, offline
+        Tokenizer("tokens", "cl100k")
+        cls = _class(_library("llama_index.core.node_parser"), parser, "node parser", "chunker.parser")
+        self._document = _library("llama_index.core").Document
+        try:
+            self.parser = cls(**dict(kwargs or {}))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"chunker.kwargs: {parser}: {e}") from None
+
+    def chunk_document(self, doc: Document) -> list[Chunk]:
+        nodes = self.parser.get_nodes_from_documents([self._document(text=doc.text)])
+        pieces = [(n.get_content(), -1 if n.start_char_idx is None else n.start_char_idx,
+                   -1 if n.end_char_idx is None else n.end_char_idx) for n in nodes]
+        return spans_to_chunks(doc, checked_spans("LlamaIndex", doc, pieces))
+

@@ -17,6 +17,7 @@ from tests.chunking.test_chunk_properties import FAST, documents
 
 pytest.importorskip("langchain_text_splitters")
 pytest.importorskip("chonkie")
+pytest.importorskip("llama_index.core")
 
 LIBRARY = [
     ("langchain", lambda: adapters.LangChainChunker("RecursiveCharacterTextSplitter", {"chunk_size": 300, "chunk_overlap": 0})),
@@ -25,8 +26,11 @@ LIBRARY = [
     ("chonkie", lambda: adapters.ChonkieChunker("RecursiveChunker", {"chunk_size": 256})),
     ("chonkie", lambda: adapters.ChonkieChunker("TokenChunker", {"chunk_size": 200, "chunk_overlap": 20})),
     ("chonkie", lambda: adapters.ChonkieChunker("SentenceChunker", {"chunk_size": 300})),
+    ("llama_index", lambda: adapters.LlamaIndexChunker("SentenceSplitter", {"chunk_size": 128, "chunk_overlap": 16})),
+    ("llama_index", lambda: adapters.LlamaIndexChunker("TokenTextSplitter", {"chunk_size": 96, "chunk_overlap": 0})),
 ]
-IDS = ["lc-recursive", "lc-recursive-overlap", "lc-markdown", "chonkie-recursive", "chonkie-token", "chonkie-sentence"]
+IDS = ["lc-recursive", "lc-recursive-overlap", "lc-markdown", "chonkie-recursive", "chonkie-token", "chonkie-sentence",
+       "li-sentence", "li-token"]
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +97,7 @@ def test_a_library_chunk_that_is_not_document_text_is_refused(real_documents):
 @pytest.mark.parametrize("make, message", [
     (lambda: adapters.LangChainChunker("NoSuchSplitter"), "chunker.splitter: langchain_text_splitters has no text splitter 'NoSuchSplitter'"),
     (lambda: adapters.ChonkieChunker("NoSuchChunker"), "chunker.name: chonkie has no chunker 'NoSuchChunker'"),
+    (lambda: adapters.LlamaIndexChunker("NoSuchParser"), "chunker.parser: llama_index.core.node_parser has no node parser"),
     (lambda: adapters.ChonkieChunker("TokenChunker", {"colour": 1}), "chunker.kwargs: TokenChunker"),
     (lambda: adapters.LangChainChunker("RecursiveCharacterTextSplitter", {"chunk_size": 10, "chunk_overlap": 20}),
      "chunker.kwargs: RecursiveCharacterTextSplitter"),
@@ -111,3 +116,5 @@ def test_the_adapters_compose_from_their_configs():
     assert lc.splitter._chunk_size == 300
     cfg = compose(["chunker=chonkie", "chunker.name=TokenChunker", "chunker.kwargs={chunk_size:128}"])
     assert build_component(cfg.chunker, "chunker").chunker.chunk_size == 128
+    cfg = compose(["chunker=llama_index", "chunker.kwargs={chunk_size:200,chunk_overlap:0}"])
+    assert build_component(cfg.chunker, "chunker").parser.chunk_size == 200

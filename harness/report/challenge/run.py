@@ -140,8 +140,8 @@ def compare_table(t: Challenged, uri: str, scale: str, extra: Sequence[str]) -> 
             mine_scores = [unit_scores(uri, r, metric) for _, r in my_runs]
             for b, cell in base.items():
                 row = rows[b]
-                c = Comparison(s.id, fam.label, label, b, row.label,
-                               override_value(row.overrides, "chunker") or "?", cell.ours, cell.paper, mine.ours, lower)
+                chunker = override_value((*s.shared, *row.overrides), "chunker") or "?"
+                c = Comparison(s.id, fam.label, label, b, row.label, chunker, cell.ours, cell.paper, mine.ours, lower)
                 if cell.ours is None or mine.ours is None:  # not run at this scale, failed: the ranks say why
                     continue
                 their = render.cell_runs(s, scale, row, col, runs, points)
