@@ -85,24 +85,30 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper,
     if any(v is None for v in values):  # NaN is not recorded: no query or document had anything to score
         return Cell(None, paper=paper, note="nothing to score in this data")
     f = metric.factor
-    if len(values) == 1 or spec.sweep_select != "mean":
-        best = best_point(spec, row, col, records, values)
-        m = records[best].data.metrics
-        chosen = sweep_point(spec, points[best]) if len(values) > 1 else ""
+    read = picked(spec, row, col, points, records, values)
+    if len(read) == 1:
+        point, record = read[0]
+        m, value = record.data.metrics, record.data.metrics[metric.metric]
+        chosen = sweep_point(spec, point) if len(values) > 1 else ""
         if spec.spread == "std":
             std = m.get(f"{metric.metric}/std")
-            return Cell(values[best] * f, std=None if std is None else std * f, n_runs=len(values), paper=paper,
+            return Cell(value * f, std=None if std is None else std * f, n_runs=len(values), paper=paper,
                         chosen=chosen)
         low, high = m.get(f"{metric.metric}/ci95_low"), m.get(f"{metric.metric}/ci95_high")
-        return Cell(values[best] * f, None if low is None else low * f, None if high is None else high * f,
+        return Cell(value * f, None if low is None else low * f, None if high is None else high * f,
                     n_runs=len(values), paper=paper, chosen=chosen)
     return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
 
 
-def best_point(spec: TableSpec, row: Axis, col: Column, records: list, values: list[float]) -> int:
-    """The index of the sweep point a one-point cell (``sweep_select`` best, best_group) shows."""
-    names = selection_names(spec, row, col)
-    return max(range(len(values)), key=lambda i: selection_score(spec, names, records[i], values[i]))
+def picked(spec: TableSpec, row: Axis, col: Column, points: list[GridRun], records: list,
+           values: list[float]) -> list[tuple[GridRun, object]]:
+    """The points (with their runs) a cell's value is read from: its one point, or its best sweep
+    point under ``sweep_select`` best or best_group, else all of them (the mean over the sweep)."""
+    if len(values) == 1 or spec.sweep_select != "mean":
+        names = selection_names(spec, row, col)
+        best = max(range(len(values)), key=lambda i: selection_score(spec, names, records[i], values[i]))
+        return [(points[best], records[best])]
+    return list(zip(points, records))
 
 
 def sweep_point(spec: TableSpec, point: GridRun) -> str:
@@ -120,12 +126,7 @@ def cell_runs(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict,
     if not points or any(r is None or r.info.status != "FINISHED" for r in records):
         return []
     values = [r.data.metrics.get(spec.metric_name(row, col)) for r in records]
-    if any(v is None for v in values):
-        return []
-    if len(values) == 1 or spec.sweep_select != "mean":
-        best = best_point(spec, row, col, records, values)
-        return [(points[best], records[best])]
-    return list(zip(points, records))
+    return [] if any(v is None for v in values) else picked(spec, row, col, points, records, values)
 
 
 def aggregate_cell(spec: TableSpec, scale: str, row: Axis, col: Column, cells: dict[tuple[str, str], Cell],
