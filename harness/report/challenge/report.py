@@ -107,8 +107,12 @@ def table_lines(r) -> list[str]:
     data = [s.label(g, "groups", r.rendered.scale) for g in s.groups if s.at(r.rendered.scale, "groups", g.key).get("label")]
     if data:  # the rows' own stand-ins (a model for a reader) are in the table's caption
         lines.append("Stand-in data at this scale: " + "; ".join(data) + ".")
+    skips = (t.spec.scales.get(r.rendered.scale) or {}).get("skip") or {}
     for f in t.families:
         like = next(x.label for x in s.rows if x.key == f.like)
+        if f.row in skips:
+            lines.append(f"- {f.label or 'all rows'}: not run at this scale ({skips[f.row]}).")
+            continue
         lines.append(f"- {f.label or 'all rows'}: compared with {', '.join(x.label for x in s.rows if x.key in f.baselines)}; "
                      f"run at {like}'s settings" + (f"; {f.sweep_note}" if f.sweep_note else "") + ".")
     if s.sweep_select != "mean" and any(s.sweep(x, r.rendered.scale) for x in s.rows if x.key not in
