@@ -2,8 +2,8 @@
 
 - A :class:`QueryMetric` is called once per query with a :class:`QueryEval`: the query, the
   retriever's raw ranking, the assembled context (with the resolved ranking the assembler
-  recorded: ``item.ranked(k)``), the answer (None on a retrieval-only run) and the run's
-  chunks and documents. It returns ``{name: score}``; NaN means "not scorable for this
+  recorded: ``item.ranked(k)``, where a chunk the context cannot hold whole is a miss), the
+  answer (None on a retrieval-only run) and the run's chunks and documents. It returns ``{name: score}``; NaN means "not scorable for this
   query" and is left out of means (and counted).
 - A :class:`DocumentMetric` judges the chunking itself and is called once per document
   with the document and its chunks (chunk-point F1, ChunkScore). Besides its scores, its row
@@ -24,7 +24,7 @@ Each metric declares the keys it returns, ``keys()``, and those of its ``aggrega
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,17 +41,33 @@ class QueryEval:
     chunks_by_doc: Mapping[str, Sequence[Chunk]]
     chunks_by_id: Mapping[str, Chunk]
     documents: Mapping[str, Document]
+    holds: Callable[[Chunk], bool] | None = None  # whether the context can hold a chunk whole; None: any
 
-    def ranked(self, k: int | None = None) -> list[Chunk]:
+    def ranked(self, k: int | None = None, credit: str = "held") -> list[Chunk]:
         """The resolved ranking the context was built from (content chunks, the context's
-        ``expand`` applied, contained chunks skipped), the first ``k``."""
+        ``expand`` applied, contained chunks skipped), the first ``k``, :meth:`credited`."""
         ids = self.context.ranking.chunk_ids if self.context.ranking is not None else ()
-        return [self.chunks_by_id[c] for c in (ids if k is None else ids[:k])]
+        return self.credited([self.chunks_by_id[c] for c in (ids if k is None else ids[:k])], credit)
+
+    def credited(self, chunks: Sequence[Chunk], credit: str = "held") -> list[Chunk]:
+        """``chunks`` as a ranking metric may credit them. ``held`` (ChunkBench): each chunk the
+        context cannot hold whole (longer than its budget) becomes :func:`uncredited`, since
+        the reader never sees it (one chunk per book would otherwise score every ranking metric
+        1.0); ``any``: every chunk as ranked (the papers' metrics, computed without a reader)."""
+        if credit == "any" or self.holds is None:
+            return list(chunks)
+        return [c if self.holds(c) else uncredited(c) for c in chunks]
 
     @property
     def evidence_texts(self) -> list[str]:
         """The query's evidence as strings: its spans' text, then what could not be aligned."""
         return self.query.evidence_texts(self.documents)
+
+
+def uncredited(chunk: Chunk) -> Chunk:
+    """The stand-in for ``chunk`` in a ranking: its own id, no document and no text, so every
+    ranking metric scores it as a miss at its rank (a retrieved slot that holds nothing)."""
+    return Chunk(f"{chunk.chunk_id}#over-budget", "", "", 0, 0)
 
 
 class QueryMetric(ABC):

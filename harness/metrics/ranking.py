@@ -32,7 +32,9 @@ Shared conventions. The ranking is the one the context was built from, resolved 
 assemble stage (:func:`harness.hierarchy.rank`): a view chunk (summary, keywords) stands for
 the content chunk named by its ``parent_id``; the context's ``expand`` (none | parent | root)
 maps a hit to its parent or root (``root`` for LGMGC's parent scoring); a chunk already
-ranked, or inside one that is, is skipped. The top k are the first k of that list. NaN means not scorable (no
+ranked, or inside one that is, is skipped. The top k are the first k of that list, where a
+chunk longer than the context's budget is a miss (``credit=held``, :meth:`QueryEval.credited`;
+``credit=any`` counts it, as the papers' retrieval-only metrics do). NaN means not scorable (no
 evidence / no relevant documents); an empty ranking scores 0. F1 is 0 when P + R = 0.
 Names use ``_at_<k>`` (MLflow rejects "@").
 """
@@ -52,6 +54,7 @@ from harness.types import Chunk, ConfigError, Span
 
 SELECTION = ("rank", "multi_view", "tree_traversal")
 COUNT = ("sum", "union")
+CREDIT = ("held", "any")
 
 
 def check_ks(ks: Sequence[float], name: str = "ks", fractional: bool = False) -> tuple[float, ...]:
@@ -71,10 +74,14 @@ def k_name(k: float) -> str:
 
 
 class RankedMetric(QueryMetric):
-    """Base: metrics at each k of ``ks``, read from the recorded ranking."""
+    """Base: metrics at each k of ``ks``, read from the recorded ranking; ``credit``: which
+    ranked chunks can count (:meth:`QueryEval.credited`: ``held`` or ``any``)."""
 
-    def __init__(self, ks: Sequence[float], fractional: bool = False):
+    def __init__(self, ks: Sequence[float], fractional: bool = False, credit: str = "held"):
         self.ks = check_ks(ks, fractional=fractional)
+        if credit not in CREDIT:
+            raise ConfigError(f"credit must be one of {', '.join(CREDIT)}; got {credit!r}")
+        self.credit = credit
 
 
 def prf(hit: float, n_retrieved: float, n_relevant: float) -> tuple[float, float, float]:
@@ -88,8 +95,8 @@ class AnswerScopeRecall(RankedMetric):
 
     def __init__(self, ks: Sequence[float] = (1.5, 3, 5, 10), seed: int = 0,
                  count: str = "sum", selection: str = "rank", views: Sequence[str] | None = None,
-                 k_factor: int = 1):
-        super().__init__(ks, fractional=True)
+                 k_factor: int = 1, credit: str = "held"):
+        super().__init__(ks, fractional=True, credit=credit)
         self.k_factor = check_k_factor(k_factor, "k_factor")
         if count not in COUNT:
             raise ConfigError(f"count must be one of {', '.join(COUNT)}; got {count!r}")
@@ -113,11 +120,13 @@ class AnswerScopeRecall(RankedMetric):
     def top(self, item: QueryEval, k: float, ranked: list[Chunk]) -> list[Chunk]:
         if self.selection == "multi_view":  # k' ~ 2k/3 per view, as context=multi_view takes them
             k_view = k_for(max(1, round(2 * k / 3)), item.query.qid, self.seed)
-            return dedupe_contained(merge_views(item.context.ranking, k_view, self.views), item.chunks_by_id)
+            return item.credited(dedupe_contained(merge_views(item.context.ranking, k_view, self.views),
+                                                  item.chunks_by_id), self.credit)
         if self.selection == "tree_traversal":
             if self._top is None or self._top[0] != id(item.chunks_by_id):
                 self._top = (id(item.chunks_by_id), TopLayers(item.chunks_by_id))
-            return tree_traversal(item.retrieved, item.chunks_by_id, k_for(k, item.query.qid, self.seed), self._top[1])
+            return item.credited(tree_traversal(item.retrieved, item.chunks_by_id, k_for(k, item.query.qid, self.seed),
+                                                self._top[1]), self.credit)
         return ranked[:k_for(k, item.query.qid, self.seed) * self.k_factor]
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
@@ -125,7 +134,7 @@ class AnswerScopeRecall(RankedMetric):
         names = [f"scope_recall_at_{k_name(k)}" for k in self.ks]
         if not scope:
             return dict.fromkeys(names, math.nan)
-        ranked = item.ranked(math.ceil(max(self.ks)) * self.k_factor)
+        ranked = item.ranked(math.ceil(max(self.ks)) * self.k_factor, self.credit)
         return {name: scope_recall(scope, self.top(item, k, ranked), self.count) for name, k in zip(names, self.ks)}
 
 
@@ -149,8 +158,8 @@ def scope_recall(scope: Sequence[Span], chunks: Sequence[Chunk], count: str = "s
 class DocumentPRF(RankedMetric):
     """Qu et al.'s document retrieval: ``doc_{precision,recall,f1}_at_<k>``."""
 
-    def __init__(self, ks: Sequence[int] = (1, 3, 5, 10)):
-        super().__init__(ks)
+    def __init__(self, ks: Sequence[int] = (1, 3, 5, 10), credit: str = "held"):
+        super().__init__(ks, credit=credit)
 
     def keys(self) -> set[str]:
         return {f"doc_{m}_at_{k}" for k in self.ks for m in ("precision", "recall", "f1")}
@@ -158,7 +167,7 @@ class DocumentPRF(RankedMetric):
     def __call__(self, item: QueryEval) -> dict[str, float]:
         relevant = set(item.query.doc_ids)
         out = {}
-        ranked = item.ranked(max(self.ks)) if relevant else []
+        ranked = item.ranked(max(self.ks), self.credit) if relevant else []
         for k in self.ks:
             names = [f"doc_{m}_at_{k}" for m in ("precision", "recall", "f1")]
             if not relevant:
@@ -172,8 +181,8 @@ class DocumentPRF(RankedMetric):
 class EvidenceSentencePRF(RankedMetric):
     """Qu et al.'s evidence retrieval: ``evidence_sentence_{precision,recall,f1}_at_<k>``."""
 
-    def __init__(self, ks: Sequence[int] = (1, 3, 5, 10), min_coverage: float = 0.5):
-        super().__init__(ks)
+    def __init__(self, ks: Sequence[int] = (1, 3, 5, 10), min_coverage: float = 0.5, credit: str = "held"):
+        super().__init__(ks, credit=credit)
         if isinstance(min_coverage, bool) or not isinstance(min_coverage, (int, float)) \
                 or not 0 < min_coverage <= 1:
             raise ConfigError(f"min_coverage must be a number in (0, 1]; got {min_coverage!r}")
@@ -195,7 +204,7 @@ class EvidenceSentencePRF(RankedMetric):
         if not evidence:
             return {f"evidence_sentence_{m}_at_{k}": math.nan
                     for k in self.ks for m in ("precision", "recall", "f1")}
-        ranked = item.ranked(max(self.ks))
+        ranked = item.ranked(max(self.ks), self.credit)
         ev_by_doc: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for s in evidence:
             ev_by_doc[s.doc_id].append((s.start, s.end))
@@ -203,8 +212,8 @@ class EvidenceSentencePRF(RankedMetric):
         out = {}
         for k in self.ks:
             got: dict[str, list[tuple[int, int]]] = defaultdict(list)
-            for c in ranked[:k]:
-                got[c.doc_id] += [(s.start, s.end) for s in c.spans]
+            for s in (s for c in ranked[:k] for s in c.spans if s.start < s.end):  # an uncredited slot has none
+                got[s.doc_id].append((s.start, s.end))
             got_union = {d: union(v) for d, v in got.items()}
             hit = sum(self._retrieved((s.start, s.end), got_union.get(s.doc_id, [])) for s in evidence)
             others = sum(self._retrieved(sent, spans)

@@ -81,8 +81,8 @@ class RougeRelabelRanking(RankedMetric):
     """``dcg_at_<k>`` and ``chunk_recall_at_<k>`` against ROUGE-relabelled relevant chunks."""
 
     def __init__(self, ks: Sequence[int] = (1, 2, 5, 10, 20), rouge_type: str = "rougeL",
-                 measure: str = "recall", use_stemmer: bool = False):
-        super().__init__(ks)
+                 measure: str = "recall", use_stemmer: bool = False, credit: str = "held"):
+        super().__init__(ks, credit=credit)
         if rouge_type not in ROUGE_TYPES:
             raise ConfigError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}; got {rouge_type!r}")
         if measure not in MEASURES:
@@ -102,7 +102,7 @@ class RougeRelabelRanking(RankedMetric):
         relevant = self.relabel(item)
         if not relevant:
             return {n: math.nan for pair in names for n in pair}
-        ranked = item.ranked(max(self.ks))
+        ranked = item.ranked(max(self.ks), self.credit)
         rel, credits, left = [], [], list(relevant)
         for chunk in ranked:
             hits = [i for i, g in enumerate(left) if contains(chunk, g)]

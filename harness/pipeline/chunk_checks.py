@@ -4,7 +4,8 @@ A chunk longer than the passage encoder's input is embedded by its head alone; o
 the context budget is never handed to the reader whole; and a long document left as one chunk
 makes retrieval trivial (a blank-line splitter on GutenQA, which has no blank lines, made each
 book one 157,317-word chunk and scored DCG@k = Recall@k = 1.0 on every question). None of these
-stops a run: a chunker may mean them, and a run on the data it was given is still a record.
+stops a run: a chunker may mean them, and a run on the data it was given is still a record. Ranking
+metrics score a chunk over the context budget as a miss (:meth:`harness.metrics.base.QueryEval.credited`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def warning(metrics: Mapping[str, float], budget: int | None, limit: int | None)
     parts = []
     if over := int(metrics.get("chunks_over_context_budget", 0)):
         parts.append(f"{over} of {n_chunks} chunks exceed the context budget ({budget}; "
-                     f"largest {int(metrics.get('chunk_size_max', 0))}): the reader never sees them whole")
+                     f"largest {int(metrics.get('chunk_size_max', 0))}): the reader never sees them whole and "
+                     f"ranking metrics score them as misses")
     if over := int(metrics.get("chunks_over_embedder_input", 0)):
         parts.append(f"{over} of {n_chunks} chunks exceed the passage encoder's input ({int(limit)} tokens): "
                      f"only their heads are embedded")

@@ -138,7 +138,8 @@ def evaluate(c: Components, o: Outputs) -> Evaluation:
     by_id = {ch.chunk_id: ch for ch in all_chunks(o)}
     docs_by_id = {d.doc_id: d for d in ds.documents}
     answers = o["respond"] or [None] * len(ds.queries)
-    items = [QueryEval(q, rt, ctx, ans, chunks_by_doc, by_id, docs_by_id)
+    holds = getattr(c.context, "holds", None)  # a chunk the context cannot hold is no ranking hit
+    items = [QueryEval(q, rt, ctx, ans, chunks_by_doc, by_id, docs_by_id, holds)
              for q, rt, ctx, ans in zip(ds.queries, o["retrieve"].results, o["assemble"], answers)]
     per_query: list[dict[str, float]] = [{} for _ in items]
     doc_metrics = [m for m in c.metrics.values() if isinstance(m, DocumentMetric)]
@@ -159,5 +160,5 @@ STAGES: tuple[Stage, ...] = (
     Stage("retrieve", 3, ("retriever",), ("load", "chunk"), retrieve),
     Stage("assemble", 2, ("context",), ("retrieve",), assemble),
     Stage("respond", 2, ("responder",), ("load", "assemble"), respond, optional=True),
-    Stage("evaluate", 3, ("metrics",), ("load", "chunk", "retrieve", "assemble", "respond"), evaluate),
+    Stage("evaluate", 4, ("metrics",), ("load", "chunk", "retrieve", "assemble", "respond"), evaluate),  # 4: credited()
 )

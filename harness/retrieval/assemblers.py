@@ -43,6 +43,13 @@ class Assembler(ABC):
             self._sizes[chunk.chunk_id] = self.tokenizer.count(chunk.text)
         return self._sizes[chunk.chunk_id]
 
+    def holds(self, chunk: Chunk) -> bool:
+        """Whether a context can hold ``chunk`` whole: no longer than the budget, where the
+        assembler has one (``budget``, in its units). Ranking metrics score a chunk it cannot
+        hold as a miss (:meth:`harness.metrics.base.QueryEval.credited`)."""
+        budget = getattr(self, "budget", None)
+        return budget is None or self.size(chunk) <= budget
+
     def assemble(self, retrieved: Retrieved, chunks: Mapping[str, Chunk]) -> Context:
         """The context for one query, with the resolved ranking it was built from.
         ``chunks``: every chunk of the run by id, structure nodes included."""

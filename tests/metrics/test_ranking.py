@@ -323,6 +323,44 @@ def test_pruned_search_finds_the_brute_force_best(texts, evidence, rouge_type, m
         assert best == min(winners, key=lambda c: (c.end - c.start, c.start))
 
 
+# ---------------------------------------------------------------- chunks the context cannot hold
+
+def test_a_chunk_the_context_cannot_hold_is_a_miss_at_its_rank_for_every_ranking_metric():
+    from dataclasses import replace
+
+    def over(item):  # c1 / b1 / the "a" chunks are longer than the budget
+        return replace(item, holds=lambda c: c.chunk_id not in {"c1", "b1"} and c.doc_id != "a")
+
+    scope = scope_eval([(5, 25)], ["c1", "c0", "c2"])
+    assert AnswerScopeRecall(ks=[1, 2, 3])(over(scope)) == pytest.approx(
+        {"scope_recall_at_1": 0.0, "scope_recall_at_2": 0.25, "scope_recall_at_3": 0.5})
+    multi = AnswerScopeRecall(ks=[3], selection="multi_view")
+    assert multi(over(scope))["scope_recall_at_3"] < multi(scope)["scope_recall_at_3"]
+    docs = doc_eval(["a", "b"], ["a", "c", "a", "b"])
+    out = DocumentPRF(ks=[1, 4])(over(docs))  # an uncredited slot is a retrieved slot that holds nothing
+    assert out["doc_precision_at_1"] == 0.0 and out["doc_recall_at_4"] == 0.5
+    assert out["doc_precision_at_4"] == pytest.approx(1 / 3)
+    rouge = rouge_eval(["The dog barked loudly at the mailman."], ["b2", "b1", "b0"])
+    assert RougeRelabelRanking(ks=[5])(rouge)["chunk_recall_at_5"] == 1.0
+    assert RougeRelabelRanking(ks=[5])(over(rouge)) == {"dcg_at_5": 0.0, "chunk_recall_at_5": 0.0}
+    # the stand-in keeps the rank (the chunks after it do not move up) and names the chunk it replaces
+    assert [c.chunk_id for c in over(scope).ranked(3)] == ["c1#over-budget", "c0", "c2"]
+    # credit=any: the papers' computation, every ranked chunk counts
+    assert AnswerScopeRecall(ks=[1], credit="any")(over(scope)) == {"scope_recall_at_1": 0.5}
+    assert RougeRelabelRanking(ks=[5], credit="any")(over(rouge))["chunk_recall_at_5"] == 1.0
+    with pytest.raises(ConfigError, match="credit must be one of held, any"):
+        DocumentPRF(credit="all")
+
+
+def test_an_assembler_holds_what_fits_its_budget():
+    from harness.retrieval.assemblers import TokenBudgetAssembler, TopKAssembler
+
+    small, big = chunk("s", 0, 3, text="one two three"), chunk("b", 0, 5, text="one two three four five")
+    budget = TokenBudgetAssembler(budget=4, unit="words")
+    assert budget.holds(small) and not budget.holds(big)
+    assert TopKAssembler(k=1, unit="words").holds(big)  # no budget: any chunk
+
+
 # ---------------------------------------------------------------- configs
 
 @pytest.mark.parametrize("group", ["chunking", "mc_indexing", "lgmgc", "qu_et_al", "ranking"])

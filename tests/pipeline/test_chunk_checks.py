@@ -61,3 +61,15 @@ def test_a_plain_run_is_not_flagged(make_cfg, caplog):
         m = Pipeline(make_cfg(), log=lambda *_: None).run().metrics
     assert m["chunks_over_context_budget"] == m["docs_single_chunk_over_limit"] == 0
     assert not any("degenerate chunking" in rec.getMessage() for rec in caplog.records)
+
+
+def test_ranking_metrics_do_not_credit_a_chunk_the_context_cannot_hold(make_cfg):
+    """One chunk per document retrieves every evidence at rank 1; with a context budget
+    smaller than that chunk the reader never sees it whole, so no ranking metric credits it."""
+    whole = ("chunker=fixed", "chunker.size=100000", "metrics=qu_et_al")
+    held = Pipeline(make_cfg(*whole, "context=topk"), log=lambda *_: None).run().metrics
+    over = Pipeline(make_cfg(*whole, "context.budget=256"), log=lambda *_: None).run().metrics
+    assert over["chunks_over_context_budget"] == over["n_chunks"] > 0
+    ranking = [k for k in held if k.startswith(("doc_recall_at_", "evidence_sentence_recall_at_")) and "/" not in k]
+    assert ranking and all(held[k] > 0 for k in ranking)
+    assert all(over[k] == 0 for k in ranking)
