@@ -3,7 +3,8 @@
 Hydra's basic sweeper takes a product of values; a table's grid is a list of points, each its own
 overrides (rows and groups choose different datasets and chunkers). This sweeper hands that list
 to the configured launcher (SLURM through submitit under ``profile=cluster``), in one batch: one
-job array. What to queue and how a job runs is :mod:`harness.report.tables.submit`.
+job array. What to queue and how a job runs is :mod:`harness.report.tables.submit`, or, for a
+challenge of the tables (``challenge``: the challenger as JSON), :mod:`harness.report.challenge.cluster`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from omegaconf import DictConfig
 
 
 class TableSweeper(Sweeper):
-    def __init__(self, tables: list[str]) -> None:
-        self.tables = list(tables)
+    def __init__(self, tables: list[str], challenge: str | None = None) -> None:
+        self.tables, self.challenge = list(tables), challenge
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.hydra_context, self.config = hydra_context, config
@@ -36,7 +37,12 @@ class TableSweeper(Sweeper):
         def compose(overrides: list[str]) -> DictConfig:
             return loader.load_sweep_config(master_config=self.config, sweep_overrides=overrides)
 
-        jobs = pending(self.tables, str(self.config.scale), arguments, compose)
+        if self.challenge:
+            from harness.report.challenge import cluster
+
+            jobs = cluster.pending(self.tables, self.challenge, str(self.config.scale), arguments, compose)
+        else:
+            jobs = pending(self.tables, str(self.config.scale), arguments, compose)
         if not jobs:
             print("nothing to queue: every point is recorded")
             return []

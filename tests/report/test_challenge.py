@@ -13,6 +13,7 @@ from scipy import stats
 
 from harness.data.ohrbench import OHRBench
 from harness.report.challenge import challenger, own_data, rows, significance
+from harness.report.challenge.cluster import Given
 from harness.report.tables import spec
 from harness.types import ConfigError
 
@@ -252,7 +253,7 @@ def test_a_challenge_runs_its_rows_reuses_the_baselines_and_records_a_failure(tm
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     extra = [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"]
     grid.run_table(t, "smoke", extra, log=lambda *_: None)  # the table reproduced first
-    ch = challenger.parse(f"{outside}:Windows", ["chunker.fail_on=textbook"], name="mine")
+    ch = Given(f"{outside}:Windows", ("chunker.fail_on=textbook",), "mine")
     said = []
     readme = run.challenge(ch, [t], "smoke", extra, uri, tmp_path / "report", log=said.append)
     assert "[demo/t1] challenged: 2 finished, 2 failed, 6 baseline points read from the record, 0 run" in said[-1]
@@ -297,9 +298,7 @@ def test_a_chunker_that_raises_names_the_document():
 
 
 def test_a_challenger_names_its_own_code_in_the_record(outside):
-    from harness.report.challenge.run import challenger_tags
-
-    tags = challenger_tags(challenger.parse(f"{outside}:Windows", name="mine"))
+    tags = challenger.parse(f"{outside}:Windows", name="mine").tags()
     assert tags["challenge"] == "mine" and len(tags["challenge.code"]) >= 16
 
 
@@ -326,3 +325,46 @@ def test_an_override_that_is_not_the_chunkers_is_one_line(outside):
     with pytest.raises(SystemExit) as e:
         main(["challenge", f"{outside}:Windows", "retriever=bm25"])
     assert e.value.code == 2
+
+
+def test_a_challenge_travels_to_its_jobs_as_json_with_absolute_paths(tmp_path, outside, monkeypatch):
+    from harness.report.challenge.cluster import Given
+
+    monkeypatch.chdir(outside.parent.parent)
+    relative = f"{outside.parent.name}/{outside.name}:Windows"
+    given = Given(relative, ("chunker.size=60",), None, ((("chunker.size", (40, 80)),),),
+                  ("dataset=local", "dataset.path=data"), True)
+    sent = given.for_jobs("mine")
+    assert sent.chunker == f"{outside}:Windows" and sent.name == "mine"
+    assert sent.data == ("dataset=local", f"dataset.path={outside.parent.parent / 'data'}")
+    assert Given.from_json(sent.to_json()) == sent  # the sweep, as tuples again
+    assert Given.from_json(Given("sentence").to_json()) == Given("sentence")
+    assert sent.challenger().tags() == given.challenger().tags() | {"challenge": "mine"}
+
+
+@pytest.mark.slow
+def test_a_challenge_through_a_launcher_runs_every_point_as_a_job(tmp_path, outside, capfd):
+    """``--set hydra/launcher=local`` (submitit's local executor: a process per job, as on SLURM):
+    the own-data table's baselines and the challenger's point are jobs, rebuilt from the JSON in each
+    job; the challenge then reads them all from the record and runs nothing itself."""
+    from harness.cli import main
+    from harness.data.local import write_local
+
+    data = write_local(OHRBench(domains=["news"]).load(), tmp_path / "my_data")
+    out, uri = tmp_path / "report", f"sqlite:///{tmp_path / 'mlruns.db'}"
+    args = ["challenge", f"{outside}:Windows", "chunker.size=60", "dataset=local", f"dataset.path={data}",
+            "dataset.limit_queries=4", "--uri", uri, "--out", str(out),
+            *(a for o in [f"cache.dir={tmp_path / 'cache'}", "hydra/launcher=local",
+                          f"hydra.sweep.dir={tmp_path / 'sweep'}"] for a in ("--set", o))]
+    main(args)
+    said = capfd.readouterr().out
+    n = len(own_data.BASELINES)
+    assert f"challenge Windows: {n} baseline point(s) and 1 of the challenger's to queue" in said
+    assert f"queueing {n + 1} job(s) through LocalLauncher" in said
+    # the jobs ran the baselines (counted as run by this challenge); nothing ran in this process
+    assert f"challenged: 1 finished, 0 failed, 0 baseline points read from the record, {n} run" in said
+    assert "finished in" not in said.split("queueing")[0]
+    assert (out / "README.md").is_file()
+    main(args)  # again: every point is recorded, nothing is queued
+    again = capfd.readouterr().out
+    assert "0 baseline point(s) and 0 of the challenger's to queue" in again and "nothing to queue" in again

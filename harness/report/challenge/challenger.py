@@ -19,7 +19,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from harness.report.registry import CONFIGS, CONTEXT_FOR
+from harness.code_digest import target_digest
+
+from harness.registry import CONFIGS, CONTEXT_FOR
 from harness.types import ConfigError
 
 
@@ -43,6 +45,11 @@ class Challenger:
     def override(self, param: str) -> str:
         """``param`` as an override of this chunker's config: ``++`` adds a key its file lacks."""
         return param if param.removeprefix("chunker.") in self.config_keys else f"++{param}"
+
+    def tags(self) -> dict[str, str]:
+        """What its runs are tagged with, part of their identity: its name and the digest of its
+        code (an edit to a file outside the repository runs it again)."""
+        return {"challenge": self.name, "challenge.code": target_digest(self.target)}
 
 
 def _class(target: str, given: str) -> type:

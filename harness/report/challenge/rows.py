@@ -10,11 +10,13 @@ table's experiment, so a baseline's recorded run is the one the table renders.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.report.challenge.challenger import Challenger
-from harness.report.tables.spec import Axis, TableSpec
+from harness.report.tables.records import point_runs
+from harness.report.tables.spec import Axis, GridRun, TableSpec
 from harness.report.tables.spec_blocks import Sweep
 from harness.types import ConfigError
 
@@ -38,6 +40,17 @@ class Challenged:
     base: TableSpec                # the table as its file says
     families: tuple[Family, ...]
     lower: frozenset[str]          # layout metric keys where lower is better
+
+    def mine(self, scale: str) -> list[GridRun]:
+        """The challenger's points that run at ``scale``."""
+        rows = {f.row for f in self.families}
+        return [p for p in self.spec.runs(scale) if p.row in rows and not p.skip]
+
+    def baselines_missing(self, uri: str, scale: str, extra: Sequence[str]) -> list[GridRun]:
+        """The baseline points that run at ``scale`` and no run in the record at ``uri`` holds
+        (whatever code recorded the others: a challenge reads those as they are)."""
+        recorded = point_runs(self.base, uri, scale, extra)
+        return [p for p in self.base.runs(scale) if not p.skip and p.key not in recorded]
 
 
 def override_value(overrides: tuple[str, ...], key: str) -> str | None:

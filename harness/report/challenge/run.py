@@ -15,14 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.code_digest import target_digest
+from harness.report.challenge import cluster
 from harness.report.challenge.challenger import Challenger
 from harness.report.challenge.rows import Challenged, challenged, override_value
 from harness.report.challenge.significance import Comparison, correct, rank, test, unit_scores
 from harness.report.tables import grid, render
-from harness.report.tables.records import point_runs
 from harness.report.tables.spec import TableSpec
-from harness.report.tables.spec_blocks import Sweep
+from harness.report.tables.submit import uses_launcher
 from harness.types import ConfigError
 
 CHALLENGES = render.RESULTS / "challenges"
@@ -70,22 +69,18 @@ class TableResult:
     run_ids: list[str] = field(default_factory=list)   # the challenger's runs
 
 
-def challenger_tags(ch: Challenger) -> dict[str, str]:
-    return {"challenge": ch.name, "challenge.code": target_digest(ch.target)}
-
-
 def run_table(t: Challenged, ch: Challenger, scale: str, extra: Sequence[str], uri: str,
-              log: Callable[[str], None]) -> tuple[list[grid.Outcome], int, int]:
+              log: Callable[[str], None], here: bool = True) -> tuple[list[grid.Outcome], int, int]:
     """The baseline points the record lacks, then the challenger's; the challenger's configs are
-    composed first, so a bad argument stops the challenge before anything runs."""
-    from harness.pipeline.record import code_state
+    composed first, so a bad argument stops the challenge before anything runs. ``here=False``:
+    a launcher's jobs ran them (:mod:`harness.report.challenge.cluster`); a point still missing is
+    reported, not run on this machine."""
+    from harness.pipeline.record import IDENTITY_TAG, code_state, find_recorded
 
     code = code_state()
-    recorded = point_runs(t.base, uri, scale, extra)
     base = [p for p in t.base.runs(scale) if not p.skip]
-    missing = [p for p in base if p.key not in recorded]
-    mine = {f.row for f in t.families}
-    points = [p for p in t.spec.runs(scale) if p.row in mine and not p.skip]
+    missing = t.baselines_missing(uri, scale, extra)
+    points = t.mine(scale)
     configs = []
     for p in points:
         try:
@@ -94,13 +89,19 @@ def run_table(t: Challenged, ch: Challenger, scale: str, extra: Sequence[str], u
             raise ConfigError(f"challenger {ch.given} in {t.spec.id} ({p.key}): {str(e).splitlines()[0]}") from None
     outcomes = []
     for i, p in enumerate(missing, 1):
+        if not here:
+            log(f"[{t.spec.id}] baseline {p.key}: no run recorded (its job failed: see the sweep's lines)")
+            continue
         o = grid.run_point(t.base, p, scale, grid.compose(t.base, p, scale, extra), code)
         log(f"[{t.spec.id}] baseline {i}/{len(missing)} {p.key}: {o.status} in {o.seconds:.1f}s")
-    tags = challenger_tags(ch)
+    tags = ch.tags()
     for i, (p, cfg) in enumerate(zip(points, configs), 1):
-        outcomes.append(grid.run_point(t.spec, p, scale, cfg, code, tags))
+        if here or find_recorded(cfg, grid.point_tags(t.spec, p, scale, cfg, code, tags)[IDENTITY_TAG]):
+            outcomes.append(grid.run_point(t.spec, p, scale, cfg, code, tags))
+        else:
+            outcomes.append(grid.Outcome(p, "failed", 0.0, "its job recorded no run (see the sweep's lines)"))
         log(grid.progress_line(t.spec, i, len(points), outcomes[-1]))
-    return outcomes, len(base) - len(missing), len(missing)
+    return outcomes, len(base) - len(missing), len(missing) if here else 0
 
 
 def _mean(records: list, name: str) -> float | None:
@@ -108,14 +109,13 @@ def _mean(records: list, name: str) -> float | None:
     return statistics.fmean(found) if found else None
 
 
-def compare_table(t: Challenged, uri: str, scale: str, extra: Sequence[str]) -> tuple[
-        list[Ranked], list[Comparison], list[Cost], dict]:
+def compare_table(t: Challenged, rendered: render.Rendered, uri: str) -> tuple[list[Ranked], list[Comparison],
+                                                                              list[Cost]]:
     """Per family and column: the challenger's rank and each paired comparison (Holm over the
-    table); per family and group: what each row's chunking cost."""
-    s = t.spec
-    runs = {k: rs[0] for k, rs in point_runs(s, uri, scale, extra).items()}
+    table); per family and group: what each row's chunking cost. ``rendered``: the challenged
+    table as :func:`render.build` read it from the record."""
+    s, scale, runs, cells = t.spec, rendered.scale, rendered.runs, rendered.cells
     points = render.grid_points(s, scale)
-    cells = render.table_cells(s, scale, runs, render.paper_rows(s), points)
     rows = {r.key: r for r in s.rows}
     ranked, comparisons, costs = [], [], []
     for fam in t.families:
@@ -161,7 +161,7 @@ def compare_table(t: Challenged, uri: str, scale: str, extra: Sequence[str]) -> 
                 values.update({label: v / n_docs for k, label in PER_DOC.items() if (v := _mean(records, k)) is not None})
                 costs.append(Cost(fam.label, g.label or g.key, rows[key].label, key == fam.row, values))
     correct(comparisons)
-    return ranked, comparisons, costs, runs
+    return ranked, comparisons, costs
 
 
 def _values(spec: TableSpec, point) -> str:
@@ -169,29 +169,37 @@ def _values(spec: TableSpec, point) -> str:
     return "|".join(part.partition("=")[2] for part in render.sweep_point(spec, point).split("|") if part)
 
 
-def challenge(ch: Challenger, specs: Sequence[TableSpec], scale: str, extra: Sequence[str], uri: str,
-              out: Path, sweep: Sweep | None = None, log: Callable[[str], None] = print):
-    """Every table of ``specs`` that takes a challenger, run, rendered into ``out/tables`` and
-    compared; the report is :func:`harness.report.challenge.report.write`'s."""
+def challenge(given: cluster.Given, specs: Sequence[TableSpec], scale: str, extra: Sequence[str], uri: str,
+              out: Path, log: Callable[[str], None] = print):
+    """Every table of ``specs`` that takes the challenger ``given`` names, run (here, or as a
+    launcher's jobs when ``extra`` selects one), rendered into ``out/tables`` and compared; the
+    report is :func:`harness.report.challenge.report.write`'s."""
     from harness.report.challenge import report
 
     t0 = time.perf_counter()
-    results, skipped = [], []
+    ch = given.challenger()
+    todo, results, skipped = [], [], []
     for s in specs:
         if s.challenge is None or s.challenge.skip:
             skipped.append((s.id, s.challenge.skip if s.challenge else "the table file has no challenge block"))
             continue
-        t1 = time.perf_counter()
-        t = challenged(s, ch, scale, sweep)
-        mine = {f.row for f in t.families}
-        if not any(p.row in mine and not p.skip for p in t.spec.runs(scale)):
+        t = challenged(s, ch, scale, given.sweep)
+        if not t.mine(scale):
             skipped.append((s.id, f"none of its points runs at {scale} scale (its caption says why)"))
             continue
-        outcomes, reused, computed = run_table(t, ch, scale, extra, uri, log)
+        todo.append(t)
+    here, by_jobs = not uses_launcher(extra), {}
+    if todo and not here:  # profile=cluster: every point as a job, the launcher waits for them
+        by_jobs = {t.spec.id: len(t.baselines_missing(uri, scale, extra)) for t in todo}
+        cluster.submit(given.for_jobs(ch.name), [t.spec.id for t in todo], scale, extra)
+    for t in todo:
+        s, mine, t1 = t.base, {f.row for f in t.families}, time.perf_counter()
+        outcomes, reused, computed = run_table(t, ch, scale, extra, uri, log, here)
+        reused, computed = reused - by_jobs.get(s.id, 0), computed + by_jobs.get(s.id, 0)
         rendered = render.build(t.spec, uri, scale, extra)
         render.write(rendered, out / "tables")
-        ranked, comparisons, costs, runs = compare_table(t, uri, scale, extra)
-        ids = [r.info.run_id for k, r in runs.items() if k.split("|")[0] in mine]
+        ranked, comparisons, costs = compare_table(t, rendered, uri)
+        ids = [r.info.run_id for k, r in rendered.runs.items() if k.split("|")[0] in mine]
         results.append(TableResult(s, t, rendered, ranked, comparisons, costs, outcomes, reused, computed,
                                    time.perf_counter() - t1, ids))
         log(f"[{s.id}] challenged: {sum(o.status == 'finished' for o in outcomes)} finished, "

@@ -15,7 +15,8 @@ from harness.report.tables.spec import GridRun, TableSpec
 
 
 def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
-    """Every MLflow run of each grid point of ``spec`` at ``scale`` by its tag, latest first."""
+    """Every MLflow run of each grid point of ``spec`` at ``scale`` by its tag, latest first; the
+    experiment's other runs (a challenger's rows, a point a table file no longer has) are not its."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -24,9 +25,11 @@ def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
         return {}
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`table.scale` = '{scale}'",
                               order_by=["attributes.start_time DESC"], max_results=10000)
+    points = {p.key for p in spec.runs(scale)}
     out: dict[str, list] = {}
     for r in runs:
-        out.setdefault(r.data.tags.get("table.run", ""), []).append(r)
+        if (key := r.data.tags.get("table.run", "")) in points:
+            out.setdefault(key, []).append(r)
     return out
 
 
