@@ -70,7 +70,7 @@ bench: $(BENCH_STAMP)
 
 # The default benchmark on the bundled sample; pass Hydra overrides with ARGS="...".
 run: setup
-	$(BIN)/python -m harness $(ARGS)
+	$(BIN)/chunkbench run $(ARGS)
 
 # The suite runs in parallel (pytest-xdist), one worker per core up to 4 (each loads the models),
 # each test file on one worker so its module fixtures are built once; tests/conftest.py gives each
@@ -93,16 +93,17 @@ TABLES ?= all
 SCALE ?= smoke
 TABLES_ARGS ?=
 reproduce-tables: setup
-	$(BIN)/python -m harness.cli tables reproduce --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
+	$(BIN)/chunkbench tables reproduce --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
 
 # Your chunker beside the papers' baselines in every table that takes one (harness.report.challenge):
 # make challenge CHUNKER=path/to/file.py:Class [ARGS="chunker.size=200"] [TABLES=lgmgc/*] [SCALE=full]
 # -> results/challenges/<name>/README.md. CHUNKER may also be a config choice (sentence) or package.module:Class.
+# On a cluster: TABLES_ARGS="--set profile=cluster" (one job array; harness/report/challenge/cluster.py).
 CHUNKER ?=
 ARGS ?=
 challenge: setup
 	@if [ -z "$(CHUNKER)" ]; then echo "make challenge CHUNKER=path/to/file.py:Class (or a chunker config, or package.module:Class)"; exit 2; fi
-	$(BIN)/python -m harness.cli challenge "$(CHUNKER)" $(ARGS) --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
+	$(BIN)/chunkbench challenge "$(CHUNKER)" $(ARGS) --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
 
 # Browse the local store (mlruns.db) at http://127.0.0.1:$(MLFLOW_UI_PORT) (another port:
 # make mlflow-ui MLFLOW_UI_PORT=5001). One uvicorn worker and MLflow's job runner off (its

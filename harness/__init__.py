@@ -13,3 +13,17 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # the AVX2 path, kept strict, computes each row alike on AVX2 and AVX-512 machines. Read when MKL
 # starts, so before torch is imported; a user's own MKL_CBWR is kept.
 os.environ.setdefault("MKL_CBWR", "AVX2,STRICT")
+
+# The Python API (harness.api), loaded on first use: `import harness` stays as cheap as a CLI start.
+_API = {"Document": "harness.types", "Query": "harness.types", "Chunk": "harness.types",
+        "Chunker": "harness.chunking.base", "check_chunks": "harness.chunking.base",
+        "evaluate": "harness.api", "load_runs": "harness.api", "Result": "harness.api"}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_API[name]), name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -14,7 +15,9 @@ from omegaconf import DictConfig  # noqa: E402
 from harness.types import ConfigError, DataError  # noqa: E402
 
 
-@hydra.main(version_base="1.3", config_path="../configs", config_name="config")
+# An absolute path: Hydra reads a relative one against the calling module, which `chunkbench run`
+# (harness.cli.run) is not.
+@hydra.main(version_base="1.3", config_path=str(Path(__file__).resolve().parents[1] / "configs"), config_name="config")
 def main(cfg: DictConfig) -> float | dict | None:
     from omegaconf import OmegaConf
 
@@ -42,7 +45,10 @@ def main(cfg: DictConfig) -> float | dict | None:
             check_store_options(cfg)
             open_store(cfg.tracking.uri, create=False)
         if cfg.get("table_point") is not None:  # a job of a paper table's grid (hydra/sweeper=table)
-            from harness.report.tables.submit import run_job
+            if cfg.table_point.get("challenge"):  # ... or of a challenge of it
+                from harness.report.challenge.cluster import run_job
+            else:
+                from harness.report.tables.submit import run_job
 
             return run_job(cfg)
         pipeline = Pipeline(cfg)  # builds and validates every component before any work
@@ -73,5 +79,17 @@ def main(cfg: DictConfig) -> float | dict | None:
     return result.metrics.get(cfg.objective)
 
 
+INTERRUPTED = "chunkbench: interrupted; rerun the same command to resume (what finished is cached)"
+
+
+def entry() -> None:
+    """The app as a command: Ctrl-C ends it in one line (a rerun resumes from the stage cache)."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        sys.exit(130)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

@@ -5,7 +5,7 @@ at that budget. The LLM chunkers: scripts/bench_llm_chunkers.py.
     .venv/bin/python scripts/bench_chunkers.py [--out FILE] [--only NAME,...]
         [hydra overrides...]
 
-The methods are the choices of the config group `chunker` (``harness.report.registry``), each
+The methods are the choices of the config group `chunker` (``harness.registry``), each
 at its config's defaults, then with the context assembler it is meant for
 (``registry.CONTEXT_FOR``), then with the parameter variants of ``VARIANTS``. Each method runs
 through the real pipeline (``harness.pipeline.runner.Pipeline``) with a fresh cache, so chunking
@@ -38,7 +38,7 @@ COLUMNS = {"chunks_per_doc": "chunks/doc", "chunk_size_mean": "mean tokens", "ch
 
 def methods() -> list[tuple[str, str, list[str]]]:
     """(chunker, label, overrides) of every method, in the registry's order."""
-    from harness.report import registry
+    from harness import registry
 
     names = [n for n in registry.choices("chunker") if not registry.needs_llm(n)]
     if unknown := set(VARIANTS) - set(names):
@@ -55,7 +55,7 @@ def methods() -> list[tuple[str, str, list[str]]]:
 def for_context(method: list[str], common: list[str]) -> list[str]:
     """``common`` without the ``context.<key>`` overrides the method's assembler has no key for
     (a top-k assembler has no budget)."""
-    from harness.report import registry
+    from harness import registry
 
     context = registry.compose([*method, *(o for o in common if not o.startswith("context."))]).context
     return [o for o in common if not o.startswith("context.") or o.split("=", 1)[0].split(".")[1] in context]
@@ -63,7 +63,7 @@ def for_context(method: list[str], common: list[str]) -> list[str]:
 
 def run(overrides: list[str], cache: str) -> dict[str, float]:
     from harness.pipeline.runner import Pipeline
-    from harness.report import registry
+    from harness import registry
 
     cfg = registry.compose([f"cache.dir={cache}", "tracking=none", *overrides])
     return Pipeline(cfg, log=lambda *_: None).run().metrics

@@ -44,8 +44,8 @@ def main() -> None:
     from harness.llm.base import Sampling
     from harness.pipeline.components import build_component
     from harness.pipeline.runner import Pipeline
-    from harness.report.registry import compose
-    from harness.report.registry import llm_overrides as overrides_for
+    from harness.registry import compose
+    from harness.registry import llm_overrides as overrides_for
 
     llm_overrides = overrides_for(args.llm, args.set)
     # llm.cache=null: the speeds are of model calls, none may come from the run's cache

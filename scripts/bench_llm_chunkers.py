@@ -4,7 +4,7 @@
         [--doc DOC_ID] [--out FILE] [hydra overrides...]
 
 The chunkers are those of the config group `chunker` that call the run's LLM
-(``harness.report.registry.needs_llm``), all of them unless ``--chunkers`` names some.
+(``harness.registry.needs_llm``), all of them unless ``--chunkers`` names some.
 
 The document is the first of the run's dataset (default: the bundled OHR-Bench sample, whose
 first document is finance/AMAZON_2019_10K) or ``--doc``, cut to its first ``--words`` words
@@ -53,7 +53,7 @@ def load_doc(cfg, doc_id: str | None, words: int):
 
 def bench(name: str, overrides: list[str], doc_id: str | None, words: int) -> dict:
     from harness.pipeline.components import build_component
-    from harness.report import registry
+    from harness import registry
 
     # llm.cache=null: the seconds are of model calls, none may come from the LLM-call cache
     cfg = registry.compose([f"chunker={name}", "tracking=none", "llm.cache=null", *overrides])
@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--doc", default=None, help="document id (default: the dataset's first)")
     parser.add_argument("--out", type=Path, default=None, help="append the results (markdown) here too")
     args, overrides = parser.parse_known_args()
-    from harness.report import registry
+    from harness import registry
 
     llm_chunkers = [n for n in registry.choices("chunker") if registry.needs_llm(n)]
     names = args.chunkers.split(",") if args.chunkers else llm_chunkers

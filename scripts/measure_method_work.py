@@ -22,7 +22,7 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="default: harness/report/tables/method_work.json")
     args = ap.parse_args()
 
-    from harness.report import registry
+    from harness import registry
     from harness.report.tables.measure import METHOD_WORK, measure_all
 
     choices = args.only.split(",") if args.only else registry.choices("chunker")

@@ -1,5 +1,5 @@
 """The command lines as a user runs them. `python -m harness`: MLflow record, concurrency,
-sweeps, errors. `python -m harness.cli`: parsing, and table/compare/judge/ls on real runs
+sweeps, errors. `chunkbench` (`python -m harness.cli`): parsing, and table/compare/judge/ls on real runs
 and the real configs."""
 
 import json
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.report import registry
+from harness.cli import judge
+from harness import registry
 from tests.conftest import CONFIGS, TINY, ScriptedLLM
 from tests.report.test_judge import RUN_A, RUN_B, judge_reply
 
@@ -178,7 +179,7 @@ def test_cli_errors_are_one_line(argv, message, capsys, monkeypatch):
 
 def test_judge_llm_from_the_composed_config(tmp_path):
     args = cli.parser().parse_args(["judge", "A", "B", "--set", "batch_size=3", "--cache", str(tmp_path)])
-    llm = cli.build_llm(cli.registry.compose(cli.overrides(args)), args.llm_config)
+    llm = judge.build_llm(registry.compose(cli.overrides(args)), args.llm_config)
     assert type(llm).__name__ == "TransformersLLM" and llm.batch_size == 3
     assert llm.cache.dir.absolute() == tmp_path.absolute()  # the judge's model calls are cached there
 
@@ -234,6 +235,12 @@ def test_table_command(store):
     p = harness("table", "--experiment", "nope", cwd=d, module="harness.cli")
     assert p.communicate(timeout=120)[1].endswith("no finished runs in experiment 'nope' at sqlite:///mlruns.db\n")
     assert p.returncode == 1
+    # a metric no run records: one line, the nearest name and the recorded ones
+    p = harness("table", "--metric", "evidence_recal", cwd=d, module="harness.cli")
+    err = p.communicate(timeout=120)[1].splitlines()
+    assert p.returncode == 2 and len(err) == 1, err
+    assert err[0].startswith("chunkbench: error: --metric evidence_recal (did you mean evidence_recall?): no run "
+                             "of chunkbench records it; recorded: ") and "span_recall" in err[0]
 
 
 @pytest.mark.slow
@@ -283,3 +290,49 @@ def test_run_whose_recording_fails_keeps_its_results_and_rerun_records_them(tmp_
     assert "] computed in" not in out  # every stage read back from the cache
     (run,) = runs(f"sqlite:///{tmp_path / 'mlruns.db'}")
     assert {v for k, v in run.data.tags.items() if k.startswith("stage/")} == {"cached"}
+
+
+# --- chunkbench (the console script) ---------------------------------------------------------------
+
+def test_every_verb_has_help_with_an_example(capsys):
+    for verb in ("ls", "table", "compare", "judge", "tables", "challenge"):
+        with pytest.raises(SystemExit) as e:
+            cli.main([verb, "--help"])
+        assert e.value.code == 0 and "example:\n  chunkbench " in capsys.readouterr().out, verb
+
+
+@pytest.mark.slow
+def test_the_chunkbench_script_runs_what_python_m_harness_runs(tmp_path):
+    script = str(Path(sys.executable).parent / "chunkbench")
+    helped = subprocess.run([script, "run", "--help"], cwd=tmp_path, env=ENV, capture_output=True, text=True)
+    assert helped.returncode == 0 and "example:\n  chunkbench run " in helped.stdout
+    assert "== Config groups (GROUP=CHOICE) ==" in helped.stdout  # then Hydra's help of the app
+    args = [*TINY, "dataset.limit_docs=1", "tracking=none", f"cache.dir={tmp_path / 'cache'}"]
+    by_script = subprocess.run([script, "run", *args], cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                               timeout=600)
+    by_module = finish(harness(*args, cwd=tmp_path))
+    assert by_script.returncode == 0, by_script.stderr[-2000:]
+
+    def scores(out: str) -> list[str]:
+        return [line for line in out.splitlines() if "evidence_recall" in line or "n_chunks" in line]
+
+    assert scores(by_script.stdout) == scores(by_module) and scores(by_module)
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_resumes(tmp_path):
+    import signal
+
+    args = [*TINY, "tracking=none", f"cache.dir={tmp_path / 'cache'}"]
+    p = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=tmp_path, text=True,
+                         env={**ENV, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for line in p.stdout:  # the first stage is cached, the next ones are under way
+        if line.startswith("[load] computed"):
+            break
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 130, err[-2000:]
+    assert err.strip().splitlines()[-1] == ("chunkbench: interrupted; rerun the same command to resume (what "
+                                           "finished is cached)") and "Traceback" not in err
+    again = finish(harness(*args, cwd=tmp_path))
+    assert "[load] cached" in again

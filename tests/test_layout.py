@@ -2,7 +2,8 @@
 
 Imports go down only: stage packages never import the runner (``pipeline``) or the report
 tools; the ground-floor services import no stage; metrics use the LLM interface, never a
-backend. And no module grows past 400 lines.
+backend. No two modules import each other, directly or through others (no import cycle). And no
+module grows past 400 lines without a warning.
 """
 
 import ast
@@ -73,3 +74,65 @@ def test_modules_over_400_lines_are_listed():
         warnings.warn("modules over 400 lines (split each where its parts do different things): "
                       + ", ".join(f"{p} ({n})" for p, n in sorted(over.items())))
     assert not {p: n for p, n in over.items() if n > 500}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the ``harness`` modules it imports (lazy imports included); ``from pkg import
+    name`` is an import of the submodule ``pkg.name`` where one exists, else of ``pkg``."""
+    names = {module_name(p) for p in MODULES}
+    graph = {}
+    for path in MODULES:
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in names else node.module
+                          for a in node.names}
+        graph[module_name(path)] = {m for m in found if m in names and m != module_name(path)}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_among_modules():
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_check_finds_a_loop():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -114,6 +114,13 @@ class DatasetLoader(ABC):
     default_source: ClassVar[str | None] = None
     bundled_dir: ClassVar[Path | None] = None
 
+    @classmethod
+    def evidence_unit(cls, subset: str | None = None) -> str:
+        """What HiChunk's eval.py looks up in a context to score this data's evidence recall
+        (``metrics.evidence_recall.unit=auto``, :mod:`harness.metrics.evidence`): ``evidence``
+        (the evidence strings), ``sentences`` (their sentences) or ``answers`` (the gold answers)."""
+        return "evidence"
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.sources:

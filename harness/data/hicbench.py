@@ -70,6 +70,12 @@ def _decode(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+# What eval.py looks up for each of HiChunk's files (its evidence recall); the other files (LongBench's
+# subsets) are scored on their answers.
+EVAL_PY_UNITS = {"HiCBench": "evidence", "OHRBench_sub": "evidence", "GutenQA": "evidence",
+                 "qasper_all": "sentences"}
+
+
 class HiChunkLayout(DatasetLoader):
     """``path``: the folder holding ``qas/`` and ``docs/`` (HiChunk's ``dataset/``), required:
     ``source`` can only be ``path`` (no Hub copy is reachable, no sample is bundled);
@@ -86,6 +92,10 @@ class HiChunkLayout(DatasetLoader):
     version = 3
     sources = ("path",)
     default_source = "path"
+
+    @classmethod
+    def evidence_unit(cls, subset: str | None = None) -> str:
+        return EVAL_PY_UNITS.get(str(subset), "answers")
 
     def __init__(self, path: str | Path | None = None, subset: str = "HiCBench",
                  name: str | None = None, limit_docs: int | None = None,

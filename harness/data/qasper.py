@@ -111,6 +111,10 @@ class Qasper(DatasetLoader):
     """
 
     version = 4
+
+    @classmethod
+    def evidence_unit(cls, subset: str | None = None) -> str:
+        return "sentences"  # eval.py: qasper_all, by the evidence paragraphs' sentences
     sources = ("hub", "path")
     default_source = "hub"
 

@@ -18,7 +18,7 @@ picks by file name (``unit``):
   (``nltk.sent_tokenize``), each sentence "# "-stripped, weighted by its own length, no
   rewrite: partial credit for a paragraph. eval.py: qasper_all (dataset=qasper).
 - ``answers``: the gold answers. eval.py: every other file (LongBench's subsets).
-- ``auto``: eval.py's choice for the run's data set (:func:`auto_unit`).
+- ``auto``: eval.py's choice for the run's data set, as its loader declares it (:func:`auto_unit`).
 
 The rewrite presumes HiChunk's chunk text, whose NLTK sentences are concatenated with nothing
 between them (``pipeline/indexing/splitter.py``, ``split_long_sentence``: ``current_chunk +=
@@ -49,21 +49,17 @@ from harness.types import ConfigError
 UNITS = ("auto", "evidence", "sentences", "answers")
 CONTEXTS = ("joined_sentences", "as_is")
 NO_EVIDENCE = ("zero", "nan")
-# eval.py's file names by unit; the other files are scored on their answers.
-_HICHUNK_FILES = {"HiCBench": "evidence", "OHRBench_sub": "evidence", "GutenQA": "evidence",
-                  "qasper_all": "sentences"}
-# ChunkBench's loaders of the same data, by ``_target_``.
-_LOADERS = {"harness.data.qasper.Qasper": "sentences", "harness.data.longbench.LongBench": "answers"}
-_HICHUNK_LAYOUT = "harness.data.hicbench.HiChunkLayout"
 
 
 def auto_unit(dataset: str | None, subset: str | None = None) -> str:
-    """eval.py's unit for a data set given by its loader (``_target_``) and, for HiChunk's own
-    files, the subset (file name): Qasper by sentences, LongBench by answers; a data set HiChunk
-    did not score by its evidence."""
-    if dataset == _HICHUNK_LAYOUT:
-        return _HICHUNK_FILES.get(str(subset), "answers")
-    return _LOADERS.get(dataset or "", "evidence")
+    """eval.py's unit for a data set given by its loader (``_target_``; a loader declares it,
+    ``DatasetLoader.evidence_unit``) and, for HiChunk's own files, the subset (file name)."""
+    if not dataset:
+        return "evidence"
+    from hydra.utils import get_class
+
+    declared = getattr(get_class(dataset), "evidence_unit", None)
+    return declared(subset) if declared else "evidence"
 
 
 def sent_tokenize(text: str) -> list[str]:

@@ -34,8 +34,8 @@ RUN_STATISTICS = QUERY_MEANS | frozenset({
     "context_merges_total",
     # harness.pipeline.chunk_checks: chunkings a score would flatter
     "chunks_over_context_budget", "chunks_over_embedder_input", "embedder_input_limit", "docs_single_chunk",
-    "docs_single_chunk_over_limit",
-    *(f"stage_seconds/{s}" for s in ("load", "chunk", "retrieve", "assemble", "respond", "evaluate"))})
+    "docs_single_chunk_over_limit"})
+STAGE_SECONDS = "stage_seconds/"  # + a stage's name (harness.pipeline.stages declares them)
 
 
 def _named(metrics: Metrics) -> dict[str, Metric]:
@@ -81,7 +81,8 @@ def is_recorded(name: str, metrics: Metrics, tasks: Iterable[str] | None = None)
     or a run statistic."""
     named = _named(metrics)
     rows = _writers(named)
-    if name in RUN_STATISTICS or name in rows or any(name in m.aggregate_keys() for m in named.values()):
+    if name in RUN_STATISTICS or name.startswith(STAGE_SECONDS) or name in rows \
+            or any(name in m.aggregate_keys() for m in named.values()):
         return True
     if name.startswith("n/") and name[2:] in rows:
         return True

@@ -114,10 +114,12 @@ def check_full_scale(cfg: DictConfig) -> None:
                           f"or run scale=smoke")
 
 
-def build_components(cfg: DictConfig, dataset: bool = True, scale_checks: bool = True) -> Components:
+def build_components(cfg: DictConfig, dataset: bool = True, scale_checks: bool = True,
+                     prebuilt: dict[str, Any] | None = None) -> Components:
     """Every component of a run. ``dataset=False`` leaves the loader out (None: a check of a
     point whose data is not here); ``scale_checks=False`` skips :func:`check_full_scale` (the
-    table checks report the same as findings)."""
+    table checks report the same as findings); ``prebuilt``: components given as objects, by
+    group (``harness.evaluate(chunker=...)``), in place of building their config."""
     from harness.pipeline.roles import unread_roles
 
     if unread := unread_roles(cfg):
@@ -132,7 +134,10 @@ def build_components(cfg: DictConfig, dataset: bool = True, scale_checks: bool =
             built[group] = None
             continue
         node = cfg[group]
-        built[group] = None if node.get("_target_") is None else build_component(node, group)
+        if prebuilt and group in prebuilt:
+            built[group] = prebuilt[group]
+        else:
+            built[group] = None if node.get("_target_") is None else build_component(node, group)
         if built[group] is None and group != "responder":
             raise ConfigError(f"{group}: a run needs one (got a config without _target_)")
         if built[group] is not None and not isinstance(built[group], kind):

@@ -89,16 +89,21 @@ def _new_file_diff(path: str, text: str) -> str:
     return f"{head}--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
 
 
+NOT_CODE = (":(exclude)results", ":(exclude)*.md")  # git pathspecs: what runs write and people read
+
+
 def git_patch(repo: Path = REPO, secrets: set[str] | None = None) -> str | None:
     """What the run's code has beyond its commit, or None when nothing: ``git diff HEAD`` of the
     tracked files, then each untracked (not ignored) text file as a new-file diff; binary,
     oversized and credential-like files are named in a header instead, and secret values are
-    masked."""
-    if not _git(repo, "status", "--porcelain").strip():
+    masked. What runs write and people read (:data:`NOT_CODE`: ``results/``, markdown) is left out,
+    as :func:`code_state` leaves it out."""
+    if not _git(repo, "status", "--porcelain", "--", ".", *NOT_CODE).strip():
         return None
-    tracked = _git(repo, "diff", "HEAD", "--no-color", "--no-ext-diff")
+    tracked = _git(repo, "diff", "HEAD", "--no-color", "--no-ext-diff", "--", ".", *NOT_CODE)
     parts, left_out, total = [], [], 0
-    for rel in filter(None, _git(repo, "ls-files", "--others", "--exclude-standard", "-z").split("\0")):
+    untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "-z", "--", ".", *NOT_CODE)
+    for rel in filter(None, untracked.split("\0")):
         path = repo / rel
         size = path.stat().st_size if path.is_file() else -1
         if size < 0:
@@ -150,9 +155,6 @@ def check_store_options(cfg: DictConfig) -> None:
     rerun = cfg.tracking.get("rerun", "skip")
     if rerun not in RERUN:
         raise ConfigError(f"tracking.rerun must be one of {', '.join(RERUN)}, got {rerun!r}")
-
-
-NOT_CODE = (":(exclude)results", ":(exclude)*.md")  # git pathspecs code_state leaves out
 
 
 def code_state(repo: Path = REPO) -> str:

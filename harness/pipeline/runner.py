@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +94,7 @@ class Pipeline:
         self.keys: dict[str, str | None] = {}
         self.outputs: dict[str, Any] = {}
         self.forced = forced_stages(self.cfg.get("refresh") or [])
+        self.waited: dict[str, float] = {}  # stage -> seconds spent waiting for another process's lock
 
     def key(self, stage: Stage) -> str:
         parts = [config_slice(self.cfg, g) for g in stage.reads]
@@ -112,9 +113,11 @@ class Pipeline:
             run = self.run_per_document if stage.per_document else self.run_whole
             self.outputs[stage.name], status = run(stage)
             result.stages[stage.name] = status
-            result.stage_seconds[stage.name] = time.perf_counter() - t0
+            waited = self.waited.pop(stage.name, 0.0)  # another process's work, not this stage's cost
+            result.stage_seconds[stage.name] = time.perf_counter() - t0 - waited
             self.log(f"[{stage.name}] {status} in {result.stage_seconds[stage.name]:.1f}s "
-                     f"(key {self.keys[stage.name][:12]})")
+                     f"(key {self.keys[stage.name][:12]})"
+                     + (f" after waiting {waited:.1f}s for another process computing it" if waited >= 0.5 else ""))
             if stage.name == "load" and self.outputs["load"].report.get(NOT_QUERIED):
                 ds = self.outputs["load"]
                 self.log(f"[load] dataset.limit_queries={self.c.dataset.limit_queries} under "
@@ -136,7 +139,16 @@ class Pipeline:
         and the stage is not refreshed)."""
         if stage.name not in self.forced and all(self.cache.stored(namespace, k) for k in keys):
             return nullcontext()
-        return self.cache.lock(namespace, lock_key)
+        return self._timed(stage.name, self.cache.lock(namespace, lock_key))
+
+    @contextmanager
+    def _timed(self, stage: str, lock):
+        """``lock``, the seconds spent acquiring it kept for the stage's log line (a stage another
+        process was computing is read from the cache once it is done: that wait is not its cost)."""
+        t0 = time.perf_counter()
+        with lock:
+            self.waited[stage] = time.perf_counter() - t0
+            yield
 
     def run_whole(self, stage: Stage) -> tuple[Any, str]:
         key = self.keys[stage.name]

@@ -1,6 +1,6 @@
 """Tables from recorded runs: a query over MLflow runs, pivoted for reading.
 
-    python -m harness.cli table --uri sqlite:///mlruns.db --experiment chunkbench \
+    chunkbench table --uri sqlite:///mlruns.db --experiment chunkbench \
         --rows params.chunker._target_ --cols params.retriever._target_ --metric evidence_recall
 
 A cell holds one setting: besides the row and column parameters, every parameter that differs
@@ -11,10 +11,13 @@ replaces it). Under the tables, what varied and what was held fixed.
 
 from __future__ import annotations
 
+import difflib
 import textwrap
 from collections.abc import Sequence
 
 import pandas as pd
+
+from harness.types import ConfigError
 
 # Where a run's cache and record live, and what it optimises, change no result: never a setting.
 SERVICE_SUFFIXES = ("cache.dir", "cache._target_")
@@ -114,16 +117,19 @@ DEFAULT_METRICS = ("evidence_recall", "span_recall")
 
 def report(df: pd.DataFrame, experiment: str, rows: str, cols: str, metrics: Sequence[str] = DEFAULT_METRICS) -> str:
     """One titled table per metric, each after a blank line, then what varied and what was held fixed."""
+    recorded = sorted(c.removeprefix("metrics.") for c in df.columns if c.startswith("metrics.") and "/" not in c)
+    for name in (rows, cols):
+        if name not in df.columns:
+            raise ConfigError(f"{name}: no run of {experiment} records it (parameters: "
+                              f"{', '.join(sorted(c for c in df.columns if c.startswith('params.')))})")
+    if unknown := [m for m in metrics if f"metrics.{m}" not in df.columns]:
+        named = [m + "".join(f" (did you mean {c}?)" for c in difflib.get_close_matches(m, recorded, 1))
+                 for m in unknown]
+        raise ConfigError(f"--metric {', '.join(named)}: no run of {experiment} records it; recorded: "
+                          f"{', '.join(recorded)}")
     scales = ", ".join(sorted(df["tags.scale"].dropna().unique()))
     tables = "".join(f"\n{metric}  ({experiment}, scale={scales})\n"
                      f"{pivot(df, rows, cols, metric).to_string(float_format='{:.4f}'.format)}\n"
                      for metric in metrics)
     return tables + "\n" + "\n".join(settings_lines(df))
 
-
-if __name__ == "__main__":  # python -m harness.report.runs [table options]: the same as `harness.cli table`
-    import sys
-
-    from harness import cli
-
-    cli.main(["table", *sys.argv[1:]])

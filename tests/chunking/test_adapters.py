@@ -109,7 +109,7 @@ def test_a_bad_adapter_config_is_one_line(make, message):
 
 def test_the_adapters_compose_from_their_configs():
     from harness.pipeline.components import build_component
-    from harness.report.registry import compose
+    from harness.registry import compose
 
     cfg = compose(["chunker=langchain", "chunker.splitter=CharacterTextSplitter", "chunker.kwargs={chunk_size:300,separator:'\\n'}"])
     lc = build_component(cfg.chunker, "chunker")

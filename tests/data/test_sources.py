@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from harness.data.base import SOURCES, DatasetLoader, describe_source
 from harness.pipeline.components import build_component
-from harness.report.registry import compose
+from harness.registry import compose
 from harness.types import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -68,3 +68,13 @@ def test_patch_has_tracked_changes_and_names_what_it_left_out(repo, monkeypatch)
 
 def test_not_a_repository_is_unknown_not_an_error(tmp_path):
     assert git_state(tmp_path) == {"git_sha": "unknown", "git_dirty": "False"}
+
+
+def test_rendered_results_and_prose_stay_out_of_the_patch(repo):
+    (repo / "results").mkdir()
+    (repo / "results" / "table.csv").write_text("row,ours\nfixed,0.5\n")
+    (repo / "NOTES.md").write_text("a note\n")
+    assert git_patch(repo) is None  # nothing but what runs write and people read
+    (repo / "harness" / "chunking" / "fixed.py").write_text("SIZE = 400\n")
+    patch = git_patch(repo)
+    assert "+SIZE = 400" in patch and "results/table.csv" not in patch and "NOTES.md" not in patch

@@ -182,3 +182,29 @@ def test_multi_view_chunks_end_to_end(make_cfg):
     assert r.metrics["n_nodes"] == 2 * r.metrics["n_chunks"]  # one keyword view per section chunk
     assert {len(row["context_chunk_ids"]) for row in r.per_query} <= {1, 2}
     assert all("@" not in cid for row in r.per_query for cid in row["context_chunk_ids"])
+
+
+def test_a_stage_another_process_holds_is_timed_without_the_wait(make_cfg):
+    import threading
+    import time
+
+    from harness.pipeline.stages import STAGES
+
+    lines = []
+    p = Pipeline(make_cfg(), log=lines.append)
+    key = p.key(STAGES[0])  # load: read by no other stage's key
+    held = threading.Event()
+
+    def hold():
+        with p.cache.lock("load", key):
+            held.set()
+            time.sleep(1.5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait()
+    result = p.run()
+    t.join()
+    load = next(line for line in lines if line.startswith("[load]"))
+    assert "after waiting" in load and float(load.split("after waiting ")[1].split("s")[0]) >= 1.0
+    assert result.stage_seconds["load"] < float(load.split("after waiting ")[1].split("s")[0])

@@ -7,7 +7,7 @@ import pytest
 from harness import cli
 from harness.pipeline.components import check_full_scale
 from harness.pipeline.roles import roles
-from harness.report import registry
+from harness import registry
 from harness.report.tables import checks, grid, spec
 from harness.types import ConfigError
 

@@ -86,7 +86,7 @@ def test_toy_table_arithmetic_counts_shared_stages_once(toy, tmp_path):
     doc_tokens = 4200 * WORK["cl100k_per_word"]          # HiChunk Table 2: Qasper, 4.2k words per document
     q_tokens = 8.9 * WORK["cl100k_per_word"]             # and 8.9 words per question
     embedded = docs * doc_tokens / 1000 * 1000.0 + questions * q_tokens
-    from harness.report import registry
+    from harness import registry
 
     tpl = registry.compose(["responder=llm"]).responder.templates.qasper
     overhead = Tokenizer("tokens", "cl100k").count(tpl.prompt.replace("{context}", "").replace("{input}", ""))
@@ -172,7 +172,7 @@ def test_calibrate_writes_the_encoder_probe_and_refuses_llm_without_vllm(tmp_pat
 
 
 def test_the_checked_in_method_work_covers_every_chunker():
-    from harness.report import registry
+    from harness import registry
 
     work = load_method_work()
     assert set(work["methods"]) == set(registry.choices("chunker"))
@@ -206,7 +206,7 @@ def test_full_plan_of_every_table_runs_offline(tmp_path):
 def test_smoke_cpu_seconds_are_read_under_the_runners_own_keys(tmp_path):
     """A real run fills the cache; the plan finds its chunking seconds there (same stage keys)."""
     from harness.pipeline.runner import Pipeline
-    from harness.report import registry
+    from harness import registry
     from harness.report.tables.plan_render import cached_chunk_seconds
 
     (tmp_path / "t").mkdir()

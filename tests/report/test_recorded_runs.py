@@ -3,6 +3,7 @@ that differ in dataset (domains), context budget and query limit."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,9 +44,9 @@ def test_table_keeps_every_setting_apart_and_says_what_it_held_fixed(store):
     fixed = lines[lines.index("held fixed:") + 1:]
     assert any(line.startswith("  chunker: FixedSizeChunker") and "size=200" in line for line in fixed)
     assert any(line.startswith("  retriever: DenseRetriever") for line in fixed)
-    # the module the issue names prints the same
-    same = subprocess.run([sys.executable, "-m", "harness.report.runs", "--uri", uri, "--metric", "evidence_recall"],
-                          cwd=d, env=ENV, text=True, capture_output=True, timeout=300)
+    # the console script prints the same (make setup installs it beside the venv's python)
+    same = subprocess.run([str(Path(sys.executable).parent / "chunkbench"), "table", "--uri", uri, "--metric",
+                           "evidence_recall"], cwd=d, env=ENV, text=True, capture_output=True, timeout=300)
     assert same.returncode == 0 and same.stdout == out.stdout
 
 

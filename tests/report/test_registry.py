@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from harness.report import registry
+from harness import registry
 from tests.conftest import CONFIGS
 
 FILES = sorted(p for p in CONFIGS.rglob("*.yaml") if p.relative_to(CONFIGS).parts[0] not in registry.NOT_GROUPS)

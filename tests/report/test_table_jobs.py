@@ -75,7 +75,7 @@ def test_a_plain_run_of_a_points_settings_fills_its_cell(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     where = [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"]
     assert point_runs(t, uri, "smoke", where) == {}
-    from harness.report import registry
+    from harness import registry
 
     cfg = registry.compose([*point.overrides, "scale=smoke", *where])  # experiment_name: chunkbench
     record_run(cfg, Pipeline(cfg, log=lambda *_: None).run(), "by hand")

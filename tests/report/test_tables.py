@@ -367,7 +367,7 @@ def test_grid_points_that_differ_in_values_share_one_hydra_composition(tmp_path,
     """`tables reproduce` validates every table, then runs it: Hydra reads the YAML once per set
     of group choices (chunker=fixed for both sizes, chunker=sentence), for validation and run
     alike; each caller gets its own copy with its values set."""
-    from harness.report import registry
+    from harness import registry
 
     t = write_table(tmp_path, DEMO)
     monkeypatch.setattr(registry, "_compose_choices", functools.lru_cache(registry._compose_choices.__wrapped__))

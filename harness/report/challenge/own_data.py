@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from harness.report.challenge.rows import override_value
-from harness.report.registry import CONTEXT_FOR
+from harness.registry import CONTEXT_FOR
 from harness.report.tables.spec import Axis, Metric, TableSpec
 from harness.report.tables.spec_blocks import Challenge
 

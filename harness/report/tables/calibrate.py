@@ -40,7 +40,7 @@ def device_name() -> str:
 def passages(n: int, words: int) -> list[str]:
     """Deterministic English passages cut from the bundled OHR-Bench sample (no download)."""
     from harness.pipeline.components import build_component
-    from harness.report import registry
+    from harness import registry
 
     text = " ".join(d.text for d in build_component(registry.compose([]).dataset, "dataset").load().documents).split()
     return [" ".join(text[(i * words) % max(1, len(text) - words):][:words]) for i in range(n)]

@@ -15,14 +15,11 @@ import csv
 import io
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harness.report.tables.cells import Rendered
 from harness.report.tables.figure import pyplot, save, write_with_csv
-
-if TYPE_CHECKING:
-    from harness.report.tables.render import Rendered
 
 MIN_ROWS = 3  # a correlation over two points is always ±1
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from harness.report.tables.render import Rendered
+from harness.report.tables.cells import Rendered
 
 
 def pyplot():

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harness.report import registry
+from harness import registry
 from harness.report.tables.spec import GridRun, TableSpec
 from harness.types import ChunkerFailed, ConfigError, DataError
 

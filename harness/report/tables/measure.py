@@ -131,7 +131,7 @@ def measure_method(choice: str, docs, encoder: Tokenizer) -> dict[str, Any]:
     from hydra.utils import instantiate
 
     from harness.pipeline.components import resolve_reader
-    from harness.report import registry
+    from harness import registry
 
     cfg = resolve_reader(registry.compose([f"chunker={choice}"]))
     node = OmegaConf.to_container(cfg.chunker, resolve=False)
@@ -175,7 +175,7 @@ def measure_all(choices: Sequence[str], dataset: Sequence[str] = ("dataset=ohrbe
     """Every chunker choice on the bundled documents of ``dataset``; the corpus's token and word
     counts, which the plan uses to turn a paper's words per document into tokens."""
     from harness.pipeline.components import build_component
-    from harness.report import registry
+    from harness import registry
     from harness.text import sentence_spans
 
     cfg = registry.compose(list(dataset))

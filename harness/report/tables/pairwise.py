@@ -23,17 +23,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from harness.report.tables.cells import Cell, Rendered, fmt, ours_text, short_label
 from harness.report.tables.figure import pyplot, save, write_with_csv
 from harness.report.tables.records import recorded_runs
-from harness.report.tables.render import Cell, fmt, ours_text
 from harness.report.tables.spec import GridRun, TableSpec
 from harness.report.tables.spec_blocks import OUTCOMES, Pairwise, show
 from harness.types import ConfigError
-
-if TYPE_CHECKING:
-    from harness.report.tables.render import Rendered
 
 KIND_NAMES = {"score": "score_based", "round": "round_based"}   # harness.report.judge.summarize's keys
 FACTOR, DIGITS = 100.0, 1                                       # rates shown in percent
@@ -46,7 +42,7 @@ class PairCell(Cell):
 
 
 def compose_judge(spec: TableSpec, scale: str, extra: Sequence[str] = ()):
-    from harness.report import registry
+    from harness import registry
 
     pw = spec.pairwise_at(scale)
     return registry.compose([*pw.judge, f"scale={scale}", f"experiment_name={spec.experiment}", *extra])
@@ -224,7 +220,6 @@ def names(t: Rendered) -> tuple[str, str]:
 
 
 def markdown_lines(t: Rendered) -> list[str]:
-    from harness.report.tables.render import short_label
 
     s, a, b = t.spec, *names(t)
     pw, cols = s.pairwise_at(t.scale), s.pair_columns()
@@ -258,7 +253,6 @@ COLOURS = {"win": "tab:green", "tie": "0.75", "loss": "tab:red"}
 def draw(t: Rendered):
     """Stacked bars, one per group: a's win, tie, b's win; a panel per outcome kind and x value."""
     plt = pyplot()
-    from harness.report.tables.render import short_label
 
     s, (a, b) = t.spec, names(t)
     groups = [g for g in s.groups if not g.missing]

@@ -66,7 +66,7 @@ def composition(overrides: tuple[str, ...], scale: str, extra: tuple[str, ...], 
     from harness.pipeline.components import resolve_reader
     from harness.pipeline.runner import config_slice
     from harness.pipeline.stages import STAGES
-    from harness.report import registry
+    from harness import registry
 
     # Hydra composes a set of group choices in a fifth of a second and the tables have 254 at
     # full scale: kept in the run's cache (keyed by every config file's bytes), a rerun reads them
@@ -81,7 +81,7 @@ def composition(overrides: tuple[str, ...], scale: str, extra: tuple[str, ...], 
 @lru_cache(maxsize=4)
 def _store(extra: tuple[str, ...]):
     from harness.cache import open_cache
-    from harness.report import registry
+    from harness import registry
 
     return open_cache(str(registry.compose(list(extra)).cache.dir))
 
@@ -151,7 +151,7 @@ class Planner:
     def compose_all(self, bases: list[tuple[str, ...]], swept: set, workers: int | None = None) -> None:
         """Every base composed, on up to ``workers`` processes (Hydra composes at a few a second;
         the bases of one set of group choices go to one process, which composes that set once)."""
-        from harness.report.registry import first_step
+        from harness.registry import first_step
 
         todo = [b for b in dict.fromkeys(bases) if b not in self.composed]
         workers = min(workers or os.cpu_count() or 1, 8)

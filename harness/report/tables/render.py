@@ -23,34 +23,16 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from harness.report.tables import correlation
+from harness.report.tables.cells import Cell, Rendered, fmt, ours_text, paper_text, short_label
 from harness.report.tables.grid import paper_rows
 from harness.report.tables.records import point_runs
 from harness.report.tables.spec import REPO, Axis, Column, GridRun, TableSpec
 
 RESULTS = REPO / "results"
 MODEL_NAMES = {"embedder": "bundled all-MiniLM-L6-v2", "llm": "bundled SmolLM2-135M-Instruct"}
-
-
-@dataclass(frozen=True)
-class Cell:
-    ours: float | None
-    low: float | None = None
-    high: float | None = None
-    std: float | None = None
-    n_runs: int = 0
-    paper: float | None = None
-    note: str = ""
-    chosen: str = ""   # sweep_select: best: the sweep point the value is from
-    paper_std: float | None = None   # the paper's ± where its numbers file transcribes one
-    incomparable: str = ""   # why the point is not the paper's setup (a stand-in): no Δ then
-
-    @property
-    def diff(self) -> float | None:
-        if self.ours is None or self.paper is None or self.incomparable:
-            return None
-        return self.ours - self.paper
 
 
 def run_seconds(run) -> float:
@@ -201,30 +183,6 @@ def selection_score(spec: TableSpec, names: list[str], record, value: float) -> 
     return statistics.fmean(found) if found else -math.inf
 
 
-def fmt(x: float | None, digits: int) -> str:
-    return "" if x is None or math.isnan(x) else f"{x:.{digits}f}"
-
-
-def paper_text(c: Cell, digits: int) -> str:
-    """The paper's value, with its ± where transcribed ("" where the paper prints none)."""
-    if c.paper is None:
-        return ""
-    return fmt(c.paper, digits) + (f" ± {fmt(c.paper_std, digits)}" if c.paper_std is not None else "")
-
-
-def ours_text(c: Cell, digits: int) -> str:
-    if c.ours is None:
-        return f"n/a ({c.note})"
-    text = fmt(c.ours, digits)
-    if c.low is not None and c.high is not None:
-        text += f" [{fmt(c.low, digits)}, {fmt(c.high, digits)}]"
-    if c.std is not None:
-        text += f" ± {fmt(c.std, digits)}"
-    if c.chosen:
-        text += f" (best at {c.chosen})"
-    return text
-
-
 def models_used(runs: dict) -> list[str]:
     """The models the table's runs used, from their recorded params (component.model keys),
     each LLM with the precision it ran in where the config states one (``.llm.dtype``)."""
@@ -238,28 +196,6 @@ def models_used(runs: dict) -> list[str]:
                 precision = f" ({dtype})" if dtype not in (None, "None", "auto") else ""
                 found.add(f"{m.group(1)}: {MODEL_NAMES[m.group(1)] if v == 'bundled' else v}{precision}")
     return sorted(found)
-
-
-@dataclass(frozen=True)
-class Rendered:
-    spec: TableSpec
-    scale: str
-    cells: dict[tuple[str, str], Cell]
-    models: list[str]
-    cold_seconds: float
-    cache_note: str
-    # spec.series: (row, group) -> line key -> the run's per-chunk values (from per_document.jsonl)
-    series: dict[tuple[str, str], dict[str, list[float]]] = field(default_factory=dict)
-    pairwise: dict[tuple[str, str], Cell] = field(default_factory=dict)   # (group, pair column): a judged rate
-    not_comparable: tuple[str, ...] = ()   # the distinct reasons its points are not the paper's setup
-
-    @property
-    def filled(self) -> int:
-        return sum(c.ours is not None for c in (*self.cells.values(), *self.pairwise.values()))
-
-    @property
-    def total(self) -> int:
-        return len(self.cells) + len(self.pairwise)
 
 
 def per_document_rows(uri: str, run_id: str) -> list[dict]:
@@ -309,7 +245,7 @@ def build(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> R
 
         pair_cells = pairwise.cells(spec, scale, runs, numbers)
     reasons = tuple(dict.fromkeys(r for why in why_not.values() for r in why.split(", ") if r))
-    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note, series, pair_cells, reasons)
+    return Rendered(spec, scale, cells, models_used(runs), cold, cache_note, series, pair_cells, reasons, runs)
 
 
 def caption(t: Rendered) -> list[str]:
@@ -343,12 +279,6 @@ def caption(t: Rendered) -> list[str]:
     lines.append(f"Each cell: ours {spread} ({over}), {paper}, and ours − paper where the point is the paper's "
                  f"setup (its `paper:` block); elsewhere the paper's value is marked not comparable, with why.")
     return lines
-
-
-def short_label(s: TableSpec, axis: Axis, kind: str, scale: str) -> str:
-    """The axis label, starred when stand-in data replaces it at this scale (named in the caption);
-    an unlabelled axis (a table's only group) stays unlabelled: the caption names its stand-in."""
-    return axis.label + ("*" if axis.label and s.at(scale, kind, axis.key).get("label") else "")
 
 
 def column_label(s: TableSpec, col: Column, scale: str) -> str:

@@ -90,8 +90,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from harness.report.tables.spec_blocks import (OUTCOMES, Challenge, Correlation, PairColumn, Pairwise, Series, Sweep,
-                                               override_list, pairwise_fields, parse_challenge, parse_correlation,
+from harness.report.tables.spec_blocks import (OUTCOMES, Axis, Challenge, Correlation, PairColumn, Pairwise, Series,
+                                               Sweep, override_list, pairwise_fields, parse_challenge, parse_correlation,
                                                parse_pairwise, parse_series, show, sweep_points)
 from harness.report.tables.spec_blocks import parse_sweep as _sweep
 from harness.report.tables.setup import PaperSetup, parse_paper
@@ -107,17 +107,6 @@ AGGREGATES = ("mean_of",)
 SCALE_AXIS_KEYS = {"rows": {"label", "overrides", "add", "sweep"}, "groups": {"label", "overrides", "add"}}
 KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
         "select_by", "spread", "correlation", "series", "pairwise", "paper", "challenge"}
-
-
-@dataclass(frozen=True)
-class Axis:
-    key: str
-    label: str
-    overrides: tuple[str, ...]
-    sweep: Sweep = ()
-    missing: str | None = None   # not built yet: never run, the cells say why
-    metrics: tuple[tuple[str, str], ...] = ()   # the axis's own run metric for a layout key
-    aggregate: tuple[str, ...] = ()   # a computed group: the mean of these groups' cells (no run of its own)
 
 
 @dataclass(frozen=True)

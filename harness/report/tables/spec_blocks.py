@@ -9,12 +9,9 @@ from __future__ import annotations
 import fnmatch
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.types import ConfigError
-
-if TYPE_CHECKING:
-    from harness.report.tables.spec import Axis
 
 OUTCOME_KINDS = ("score", "round")   # score-based | round-based (harness.report.judge)
 OUTCOMES = ("win", "tie", "loss")   # from row a's side
@@ -25,6 +22,18 @@ PAIRWISE_SCALE_KEYS = PAIRWISE_KEYS - {"a", "b", "outcomes"}
 # A sweep: the union of Cartesian products, each a tuple of (parameter, its values).
 Product = tuple[tuple[str, tuple[Any, ...]], ...]
 Sweep = tuple[Product, ...]
+
+
+# A row or group of a table: its key, label and the overrides of its grid points.
+@dataclass(frozen=True)
+class Axis:
+    key: str
+    label: str
+    overrides: tuple[str, ...]
+    sweep: Sweep = ()
+    missing: str | None = None   # not built yet: never run, the cells say why
+    metrics: tuple[tuple[str, str], ...] = ()   # the axis's own run metric for a layout key
+    aggregate: tuple[str, ...] = ()   # a computed group: the mean of these groups' cells (no run of its own)
 
 
 def show(value: Any) -> str:

@@ -109,7 +109,7 @@ def run_job(cfg) -> dict:
 def uses_launcher(extra: Sequence[str]) -> bool:
     """Whether ``extra`` (``tables run --set ...``) selects a launcher other than Hydra's in-process
     one: the cluster profile, ``hydra/launcher=slurm`` or ``=local``."""
-    from harness.report.registry import launcher_target
+    from harness.registry import launcher_target
 
     return launcher_target(extra) != BASIC_LAUNCHER
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PRIMARY = "config"  # configs/config.yaml: the run's config; every folder beside it is a group
 NOT_GROUPS = ("tables", "hardware")  # folders of the table tools' own files (paper tables, hardware for `tables plan`)
 

@@ -1,0 +1,127 @@
+"""ChunkBench from Python: ``harness.evaluate`` runs one benchmark run as ``chunkbench run`` (``python
+-m harness``) would, and ``harness.load_runs`` reads the record as a DataFrame.
+
+``evaluate`` composes the same config from the same overrides, runs the same stages through the same
+cache, and records the run where the config says (``tracking=none``: nowhere). A chunker object can
+be passed instead of a config: the run's config names its class and its plain attributes (numbers,
+strings, lists of them), which key its chunks in the cache and identify its run in the record; an
+attribute that is not plain enters as a digest of its ``repr`` (an object whose repr holds its
+address is then computed again by each process, never confused with another).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.cache import make_key
+from harness.chunking.base import Chunker
+from harness.types import ConfigError
+
+PLAIN = (str, int, float, bool, type(None))
+
+
+@dataclass(frozen=True)
+class Result:
+    """One run's numbers. ``metrics``: every run-level number (means, run statistics, costs), by
+    name; ``intervals``: the 95% bootstrap interval of each mean that has one; ``per_query``: one row
+    per question (its scores, context and answer); ``run_id``: the MLflow run, None when not recorded."""
+
+    metrics: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+    per_query: list[dict[str, Any]]
+    per_document: list[dict[str, Any]]
+    stages: dict[str, str]
+    run_id: str | None
+    config: Any  # the composed DictConfig
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return isinstance(value, PLAIN) and not (isinstance(value, float) and math.isnan(value))
+
+
+def describe(chunker: Chunker) -> dict[str, Any]:
+    """The config node that stands for ``chunker`` in the run's config, keys and record."""
+    if not isinstance(chunker, Chunker):
+        raise ConfigError(f"chunker: a harness.Chunker instance, got {type(chunker).__name__}")
+    cls = type(chunker)
+    state = {k: v for k, v in sorted(vars(chunker).items()) if not k.startswith("_")}
+    node: dict[str, Any] = {"_target_": f"{cls.__module__}.{cls.__qualname__}"}
+    node.update({k: list(v) if isinstance(v, tuple) else v for k, v in state.items() if _plain(v)})
+    if rest := {k: v for k, v in state.items() if not _plain(v)}:
+        node["object_state"] = make_key(repr(sorted(rest.items())))
+    return node
+
+
+def evaluate(overrides: Sequence[str] = (), chunker: Chunker | None = None, *, record: bool | None = None,
+             log: bool = False) -> Result:
+    """One run of ``configs/config.yaml`` with Hydra ``overrides`` (``["chunker=sentence",
+    "dataset.limit_docs=1"]``), or with the ``chunker`` object in place of the config's chunker.
+    ``record``: None records where the config's ``tracking`` says; False records nothing. ``log``:
+    print the stages' lines."""
+    from omegaconf import OmegaConf, open_dict
+
+    from harness.pipeline.components import build_components
+    from harness.pipeline.naming import default_choices, run_name
+    from harness.pipeline.runner import Pipeline
+    from harness.quiet import offline_when_local, quiet_logs
+    from harness.registry import compose
+
+    quiet_logs()
+    overrides = list(overrides)
+    if record is False:
+        overrides.append("tracking=none")
+    cfg = compose(overrides)
+    if chunker is not None:
+        with open_dict(cfg):
+            cfg.chunker = describe(chunker)
+    offline_when_local(OmegaConf.to_container(cfg, resolve=True))
+    components = build_components(cfg, prebuilt={"chunker": chunker} if chunker is not None else None)
+    result = Pipeline(cfg, components, log=print if log else (lambda *_: None)).run()
+    run_id = None
+    if cfg.tracking.enabled:
+        from harness.pipeline.record import record_run
+
+        defaults = default_choices()
+        choices = {**defaults, **{k: v for k, _, v in (o.partition("=") for o in overrides) if k in defaults}}
+        run_id, _ = record_run(cfg, result, run_name(choices, overrides, defaults))
+    means = {k: float(v) for k, v in result.metrics.items() if "/" not in k}
+    intervals = {k: (float(result.metrics[f"{k}/ci95_low"]), float(result.metrics[f"{k}/ci95_high"]))
+                 for k in means if f"{k}/ci95_low" in result.metrics}
+    return Result(means, intervals, result.per_query, result.per_document, dict(result.stages), run_id, cfg)
+
+
+def load_runs(uri: str = "sqlite:///mlruns.db", experiment: str | None = None):
+    """The runs of the store at ``uri`` (every experiment, or ``experiment``) as a pandas DataFrame:
+    one row per run, ``metrics.*``, ``params.*`` and ``tags.*`` columns, a tag whose every value
+    is a number as a numeric column."""
+    import mlflow
+    import pandas as pd
+
+    from harness.pipeline.store import open_store, sqlite_path
+
+    db = sqlite_path(uri)
+    if db is not None and not db.exists():  # MLflow would create an empty one
+        raise ConfigError(f"load_runs: no store at {uri} (runs record into sqlite:///mlruns.db by default)")
+    open_store(uri, create=False)
+    client = mlflow.MlflowClient(uri)
+    found = [e.name for e in client.search_experiments()]
+    if experiment is not None and experiment not in found:
+        raise ConfigError(f"load_runs: no experiment {experiment!r} in {uri} (experiments: {', '.join(found)})")
+    if not found:
+        return pd.DataFrame()
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        frame = mlflow.search_runs(experiment_names=[experiment] if experiment else found, output_format="pandas")
+    finally:
+        mlflow.set_tracking_uri(previous)
+    for col in [c for c in frame.columns if c.startswith("tags.")]:
+        numbers = pd.to_numeric(frame[col], errors="coerce")
+        if numbers.notna().sum() == frame[col].notna().sum() and frame[col].notna().any():
+            frame[col] = numbers
+    return frame

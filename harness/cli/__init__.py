@@ -1,0 +1,67 @@
+"""``chunkbench``: ChunkBench's command line, one module per verb (``python -m harness.cli`` is the same).
+
+    chunkbench run [OVERRIDES]                 one run, or a sweep with -m (also: python -m harness)
+    chunkbench ls [GROUP]                      every config choice, with its description
+    chunkbench table [--metric M]...           tables of recorded runs
+    chunkbench compare RUN_A RUN_B             a paired test of two runs
+    chunkbench judge RUN_A RUN_B               the pairwise LLM judge of two runs' answers
+    chunkbench tables {validate,explain,plan,run,render,reproduce,calibrate} [--tables GLOBS] [--scale]
+    chunkbench challenge CHUNKER [chunker.ARG=VALUE...] [--tables GLOBS]   your chunker in the papers' tables
+
+Every verb but ``run`` reads one config, ``configs/config.yaml`` composed by Hydra as a run composes it:
+the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache its ``cache.dir``
+(``$CHUNKBENCH_CACHE``), the judge's model its ``llm`` group. ``chunkbench VERB --help`` shows an example.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from harness.cli import challenge, compare, judge, ls, run, table, tables
+from harness.types import ConfigError
+
+# Each verb's own modules (mlflow, pandas, the LLM backends) load when it runs: `ls` and `--help` stay quick.
+VERBS = (run, ls, table, compare, judge, tables, challenge)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="chunkbench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{" + ",".join(v.__name__.rsplit(".", 1)[1]
+                                                                                for v in VERBS) + "}")
+    for v in VERBS:
+        v.add(sub)
+    return ap
+
+
+def overrides(args: argparse.Namespace) -> list[str]:
+    """The Hydra overrides a verb's options stand for (the judge's model)."""
+    return args.overrides(args) if hasattr(args, "overrides") else []
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from hydra.errors import HydraException
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # Hydra parses its own arguments (-m, --cfg, overrides)
+        return run.run(argv[1:])
+    args = parser().parse_args(argv)
+    try:
+        from harness import registry
+
+        cfg = registry.compose(overrides(args)) if getattr(args, "needs_config", True) else None
+        args.run(args, cfg)
+    except (ConfigError, HydraException) as e:
+        print(f"chunkbench: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        from harness.__main__ import INTERRUPTED
+
+        print(INTERRUPTED, file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:  # `... | head`: the reader left; say nothing more (Python's documented recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

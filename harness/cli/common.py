@@ -1,0 +1,49 @@
+"""What several verbs share: the store option, the tracking URI, the pre-run checks."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.types import ConfigError
+
+
+def store_options() -> argparse.ArgumentParser:
+    """``--uri``, for every verb that reads the record."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--uri", default=None, help="MLflow tracking URI (default: the config's tracking.uri)")
+    return p
+
+
+def tracking_uri(args: argparse.Namespace, cfg) -> str:
+    uri = args.uri or cfg.tracking.uri
+    if not uri:
+        raise ConfigError("the config records no runs (tracking.uri is null): give --uri")
+    return uri
+
+
+def yaml_value(text: str):
+    """``200`` as 200, ``0.5`` as 0.5, ``null`` as None, anything else as the string."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({"v": text})["v"] if text else text
+
+
+def preflight(extra: list[str]) -> None:
+    """What a sweep checks before it queues anything (the tracking store or server, cache.dir, the
+    LLM servers), checked before a table runs in this process: one line, not a traceback mid-grid."""
+    from harness.pipeline.preflight import check_submission
+    from harness import registry
+
+    check_submission(registry.compose(extra))
+
+
+def preflight_store(uri: str) -> None:
+    from harness.pipeline.preflight import check_tracking
+
+    check_tracking(uri)  # a server that does not answer: one line, not MLflow's retries
+
+
+def verb(sub, name: str, help: str, example: str, parents=(), **kw) -> argparse.ArgumentParser:
+    """A verb's parser, its example under its options in ``--help``."""
+    return sub.add_parser(name, help=help, parents=list(parents), epilog=f"example:\n  {example}",
+                          formatter_class=argparse.RawDescriptionHelpFormatter, **kw)

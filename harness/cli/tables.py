@@ -1,0 +1,135 @@
+"""``chunkbench tables ACTION``: the papers' tables (``configs/tables/<paper>/<table>.yaml``):
+validate the table files, explain and plan their grids, run them (here, or as a launcher's jobs),
+render them from the record."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from harness.cli.common import preflight, preflight_store, store_options, tracking_uri, verb
+from harness.types import ConfigError
+
+
+def add(sub) -> None:
+    p = verb(sub, "tables", "the papers' tables: validate, run, render (make reproduce-tables)",
+             "chunkbench tables reproduce --tables hichunk/table3,lgmgc/* --scale smoke", [store_options()])
+    p.add_argument("action", choices=("validate", "explain", "run", "render", "reproduce", "plan", "calibrate"),
+                   help="validate: check every grid point (at full scale against the paper's declared setup); "
+                        "explain: per point, the models, data and settings it runs beside the paper's; "
+                        "plan: points, jobs, each role's work and GPU-hours (an estimate from cited throughput); "
+                        "calibrate: measure throughput on this GPU node into the hardware file")
+    p.add_argument("--tables", default="all", help="comma-separated globs over table ids, e.g. hichunk/table3,lgmgc/*")
+    p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
+    p.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
+                   help="a Hydra override for every run; run/reproduce with profile=cluster or hydra/launcher=... "
+                        "queue the grid points as the launcher's jobs (a SLURM array) instead of running them here")
+    p.add_argument("--out", default=None, help="where the rendered files go (default: the repository's results/)")
+    p.add_argument("--json", action="store_true", help="explain: a JSON list, one object per grid point; "
+                                                       "plan: the plan as JSON, with every point's work")
+    p.add_argument("--points", action="store_true", help="plan: a line per grid point as well")
+    p.add_argument("--hardware", default="h100", help="plan, calibrate: a hardware file (configs/hardware/<name>.yaml "
+                                                      "or a path; default h100)")
+    p.add_argument("--models", default=None, help="calibrate: comma-separated [llm:|encoder:]<model id>[@tp<n>] "
+                                                  "(llm is the default kind); their figures are written into the "
+                                                  "--hardware file (calibrate a copy of h100.yaml)")
+    p.add_argument("--seconds", type=float, default=60.0, help="calibrate: time limit per model probe (default 60)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, cfg) -> None:
+    """The papers' tables: validate the table files, run their grids, render from the record."""
+    from harness.report.tables import grid, pareto, render, spec
+
+    if args.action == "calibrate":
+        return calibrate(args)
+    specs = spec.select(args.tables)
+    extra = [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])]
+    if args.action == "explain":
+        return explain(specs, args, extra)
+    if args.action == "plan":
+        return plan(specs, args, extra)
+    if args.action in ("validate", "reproduce"):
+        check_tables(specs, args.scale, extra)
+    if args.action in ("run", "reproduce"):
+        from harness.report.tables import submit
+
+        if submit.uses_launcher(extra):  # profile=cluster, hydra/launcher=...: the points as jobs
+            submit.submit(specs, args.scale, extra)
+        else:
+            preflight(extra)
+            for s in specs:
+                grid.run_table(s, args.scale, extra)
+        for s in specs:
+            if s.pairwise:  # MC-indexing Figure 3: judge a's answers against b's, once both runs are recorded
+                from harness.report.tables import pairwise
+
+                pairwise.judge_table(s, args.scale, extra)
+    if args.action in ("render", "reproduce"):
+        uri, out = tracking_uri(args, cfg), Path(args.out or render.RESULTS)
+        preflight_store(uri)
+        built = [render.build(s, uri, args.scale, extra) for s in specs]
+        for t in built:
+            render.write(t, out)
+            print(f"[{t.spec.id}] {t.filled}/{t.total} cells -> {out / t.spec.id}.md (.csv, .tex"
+                  + (", .png)" if t.spec.is_figure or t.spec.series or t.spec.pairwise else ")"))
+        # the index lists every table; the ones just rendered are not read from the record again
+        done = {t.spec.id: t for t in built}
+        every = [done.get(s.id) or render.build(s, uri, args.scale, extra) for s in spec.all_specs()]
+        plots = pareto.write(uri, args.scale, out)
+        print(f"{len(plots)} quality-vs-cost plot(s) -> {out / 'pareto'}")
+        print(f"index -> {render.index(every, plots, out)}")
+
+
+def check_tables(specs, scale: str, extra: list[str]) -> None:
+    """Every point of every table checked (never stopping at the first), a summary per table;
+    a config error, or at full scale an undeclared difference from the paper, fails."""
+    from harness.report.tables.checks import check_table
+
+    checks = [check_table(s, scale, extra) for s in specs]
+    for c in checks:
+        print("\n".join(c.summary()))
+    failed = [c for c in checks if c.failed]
+    total = sum(len(c.points) for c in checks)
+    if failed:
+        raise ConfigError(f"{sum(len(c.failed) for c in failed)} of {total} point(s) in {len(failed)} table(s) fail "
+                          f"at {scale} scale: {', '.join(c.spec.id for c in failed)} (see above)")
+    print(f"{len(specs)} table file(s) valid at {scale} scale ({total} points): {', '.join(s.id for s in specs)}")
+
+
+def explain(specs, args: argparse.Namespace, extra: list[str]) -> None:
+    """Per grid point: each role's model, the dataset's source, the declared settings, beside the
+    paper's setup and the deviations (``--json``: a list of objects)."""
+    from harness.report.tables.checks import check_table, explain as records, explain_text
+
+    found = [r for s in specs for r in records(check_table(s, args.scale, extra))]
+    print(json.dumps(found, indent=1, default=str) if args.json else explain_text(found))
+
+
+def plan(specs, args: argparse.Namespace, extra: list[str]) -> None:
+    """Points, jobs, shared stages, each role's work and GPU-hours from the hardware file's
+    cited throughput (harness.report.tables.plan); at smoke scale also the cache's CPU seconds."""
+    from harness.report.tables.hardware import load_hardware
+    from harness.report.tables.measure import load_method_work
+    from harness.report.tables.plan import plan_tables
+    from harness.report.tables.plan_cost import report, to_json
+    from harness.report.tables.plan_render import cached_chunk_seconds, text
+
+    hw = load_hardware(args.hardware)
+    plans, planner = plan_tables(specs, args.scale, extra, load_method_work())
+    cached = cached_chunk_seconds(plans, planner) if args.scale == "smoke" and planner.composed else None
+    r = report(plans, planner, hw, cached)
+    if not (args.json or args.points):
+        for t in r["tables"]:
+            del t["points_detail"]
+    print(to_json(r) if args.json else text(r))
+
+
+def calibrate(args: argparse.Namespace) -> None:
+    """A short, bounded throughput probe per model on this machine's GPU, written into the
+    hardware file as measured figures (harness.report.tables.calibrate)."""
+    from harness.report.tables.calibrate import calibrate as probe
+
+    for line in probe(args.hardware, [m for m in (args.models or "").split(",") if m], args.seconds):
+        print(line)
