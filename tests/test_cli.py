@@ -324,8 +324,11 @@ def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_resumes(tmp_path):
     import signal
 
     args = [*TINY, "tracking=none", f"cache.dir={tmp_path / 'cache'}"]
+    # as a terminal's Ctrl-C: a suite started in the background (nohup, `&`) ignores SIGINT, and the
+    # child would inherit that
     p = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=tmp_path, text=True,
-                         env={**ENV, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         env={**ENV, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for line in p.stdout:  # the first stage is cached, the next ones are under way
         if line.startswith("[load] computed"):
             break

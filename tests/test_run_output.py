@@ -79,10 +79,10 @@ def test_help_is_chunkbench_usage(tmp_path):
     out = harness("--help", cwd=tmp_path)
     assert out.returncode == 0
     assert out.stdout.startswith("ChunkBench: one run = dataset x chunker")
-    assert "usage: python -m harness [GROUP=CHOICE]..." in out.stdout
+    assert "usage: chunkbench run [GROUP=CHOICE]..." in out.stdout
     groups = dict(line.split(": ", 1) for line in out.stdout.splitlines() if re.match(r"^[a-z/_]+: \w", line))
     assert "fixed" in groups["chunker"].split(", ") and "bm25" in groups["retriever"].split(", ")
-    assert "python -m harness -m chunker=fixed,sentence,recursive" in out.stdout  # the README's examples
+    assert "chunkbench run -m chunker=fixed,sentence,recursive" in out.stdout  # the README's examples
     assert "powered by Hydra" not in out.stdout
 
 

@@ -14,7 +14,13 @@ def store_options() -> argparse.ArgumentParser:
     return p
 
 
-def tracking_uri(args: argparse.Namespace, cfg) -> str:
+def tracking_uri(args: argparse.Namespace, cfg, extra: list[str] | None = None) -> str:
+    """``--uri``, else the config's ``tracking.uri``; with ``extra`` (``--set``: a profile such as
+    ``profile=cluster`` sets it) the config composed with them, as the runs were."""
+    if extra and not args.uri:
+        from harness import registry
+
+        cfg = registry.compose(extra)
     uri = args.uri or cfg.tracking.uri
     if not uri:
         raise ConfigError("the config records no runs (tracking.uri is null): give --uri")

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, cfg) -> None:
 
                 pairwise.judge_table(s, args.scale, extra)
     if args.action in ("render", "reproduce"):
-        uri, out = tracking_uri(args, cfg), Path(args.out or render.RESULTS)
+        uri, out = tracking_uri(args, cfg, extra), Path(args.out or render.RESULTS)
         preflight_store(uri)
         built = [render.build(s, uri, args.scale, extra) for s in specs]
         for t in built:

@@ -15,8 +15,8 @@ from harness.report.tables.spec import GridRun, TableSpec
 
 
 def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
-    """Every MLflow run of each grid point of ``spec`` at ``scale`` by its tag, latest first; the
-    experiment's other runs (a challenger's rows, a point a table file no longer has) are not its."""
+    """Every MLflow run of the table's experiment at ``scale`` by its ``table.run`` tag, latest first:
+    its grid points' and the others it records (a pairwise judgement, a challenger's rows)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -25,11 +25,9 @@ def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
         return {}
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`table.scale` = '{scale}'",
                               order_by=["attributes.start_time DESC"], max_results=10000)
-    points = {p.key for p in spec.runs(scale)}
     out: dict[str, list] = {}
     for r in runs:
-        if (key := r.data.tags.get("table.run", "")) in points:
-            out.setdefault(key, []).append(r)
+        out.setdefault(r.data.tags.get("table.run", ""), []).append(r)
     return out
 
 
@@ -56,9 +54,12 @@ def untagged_runs(uri: str, scale: str) -> dict[str, list]:
 
 
 def point_runs(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> dict[str, list]:
-    """Each grid point's runs: by its tag, else by its config among the untagged runs. ``extra``:
-    the overrides the table was run with (``tables run --set``), which its points' configs hold."""
-    runs = recorded_runs(spec, uri, scale)
+    """Each grid point's runs: by its tag, else by its config among the untagged runs; the
+    experiment's other runs (a challenger's rows, a point the table file no longer has) are not
+    the table's. ``extra``: the overrides the table was run with (``tables run --set``), which its
+    points' configs hold."""
+    points = {p.key for p in spec.runs(scale)}
+    runs = {k: rs for k, rs in recorded_runs(spec, uri, scale).items() if k in points}
     missing: list[GridRun] = [p for p in spec.runs(scale) if not p.skip and p.key not in runs]
     if not missing:
         return runs

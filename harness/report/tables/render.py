@@ -28,7 +28,7 @@ from typing import Any
 from harness.report.tables import correlation
 from harness.report.tables.cells import Cell, Rendered, fmt, ours_text, paper_text, short_label
 from harness.report.tables.grid import paper_rows
-from harness.report.tables.records import point_runs
+from harness.report.tables.records import point_runs, recorded_runs
 from harness.report.tables.spec import REPO, Axis, Column, GridRun, TableSpec
 
 RESULTS = REPO / "results"
@@ -243,7 +243,8 @@ def build(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> R
     if spec.pairwise is not None:
         from harness.report.tables import pairwise
 
-        pair_cells = pairwise.cells(spec, scale, runs, numbers)
+        judged = {k: rs[0] for k, rs in recorded_runs(spec, uri, scale).items() if k not in runs}
+        pair_cells = pairwise.cells(spec, scale, {**runs, **judged}, numbers)  # the judge's runs are no grid points
     reasons = tuple(dict.fromkeys(r for why in why_not.values() for r in why.split(", ") if r))
     return Rendered(spec, scale, cells, models_used(runs), cold, cache_note, series, pair_cells, reasons, runs)
 
