@@ -21,9 +21,8 @@ import os
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from harness.report.tables import correlation
 from harness.report.tables.cells import Cell, Rendered, fmt, ours_text, paper_text, short_label
