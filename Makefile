@@ -115,7 +115,7 @@ mlflow-ui: setup
 	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false exec $(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns.db \
 		--port $(MLFLOW_UI_PORT) --workers 1
 
-# The tracking server of a cluster sweep (README "Running on a cluster"); jobs log to it over HTTP
+# The tracking server of a cluster sweep (docs/cluster.md); jobs log to it over HTTP
 # (tracking.uri=http://<this host>:$(MLFLOW_PORT)). Backend: SQLite in MLFLOW_DIR, or e.g.
 # MLFLOW_BACKEND=postgresql://user:pass@dbhost/mlflow (pip install psycopg2-binary). Artifacts are
 # stored under MLFLOW_DIR/artifacts (put it on the shared filesystem) and served by the server.
@@ -136,7 +136,7 @@ mlflow-server: setup
 test-cluster: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests_cluster $(PYTEST_ARGS)
 
-# What runs leave in the working directory (README "Where results go"):
+# What runs leave in the working directory (docs/configuration.md, "Where results go"):
 # clean-cache: the stage cache (.chunkbench-cache/): the next run recomputes every stage.
 clean-cache:
 	rm -rf .chunkbench-cache

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -82,8 +83,37 @@ def main(cfg: DictConfig) -> float | dict | None:
 INTERRUPTED = "chunkbench: interrupted; rerun the same command to resume (what finished is cached)"
 
 
+# Hydra's flags that take a value, and those that compose another config (then Hydra checks it all)
+VALUED = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--experimental-rerun"}
+OTHER_CONFIG = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
+
+
+def overrides(argv: Sequence[str]) -> list[str]:
+    """The overrides of a Hydra command line: its flags and their values left out."""
+    out, after_flag = [], False
+    for a in argv:
+        if a.startswith("-"):
+            after_flag = a in VALUED
+        elif after_flag and "=" not in a:
+            after_flag = False
+        else:
+            out.append(a)
+            after_flag = False
+    return out
+
+
 def entry() -> None:
-    """The app as a command: Ctrl-C ends it in one line (a rerun resumes from the stage cache)."""
+    """The app as a command: a misspelt key or choice and Ctrl-C end it in one line (a rerun
+    resumes from the stage cache)."""
+    argv = sys.argv[1:]
+    if not {"-h", "--help", *OTHER_CONFIG}.intersection(a.split("=", 1)[0] for a in argv):
+        from harness.registry import check_overrides
+
+        try:  # the nearest valid key or choice named, before Hydra's own report of it
+            check_overrides(overrides(argv))
+        except ConfigError as e:
+            print(f"chunkbench: error: {e}", file=sys.stderr)
+            sys.exit(2)
     try:
         main()
     except KeyboardInterrupt:

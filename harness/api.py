@@ -69,12 +69,13 @@ def evaluate(overrides: Sequence[str] = (), chunker: Chunker | None = None, *, r
     from harness.pipeline.naming import default_choices, run_name
     from harness.pipeline.runner import Pipeline
     from harness.quiet import offline_when_local, quiet_logs
-    from harness.registry import compose
+    from harness.registry import check_overrides, compose
 
     quiet_logs()
     overrides = list(overrides)
     if record is False:
         overrides.append("tracking=none")
+    check_overrides(overrides)  # a misspelt key: a ConfigError naming the nearest valid one
     cfg = compose(overrides)
     if chunker is not None:
         with open_dict(cfg):

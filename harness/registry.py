@@ -9,6 +9,7 @@ listed, loadable and benchmarked without another list to update.
 from __future__ import annotations
 
 import copy
+import difflib
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+
+from harness.types import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PRIMARY = "config"  # configs/config.yaml: the run's config; every folder beside it is a group
@@ -53,6 +56,77 @@ def compose(overrides: Sequence[str] = (), store: Any = None) -> DictConfig:
     cfg = copy.deepcopy(_compose_choices(choices) if store is None else stored_choices(choices, store))
     ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
     return cfg
+
+
+def check_overrides(overrides: Sequence[str]) -> None:
+    """Compose ``overrides`` as a run composes them (a sweep by its first value): a key or a
+    choice that does not exist fails in one line that names the nearest valid one."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException, OverrideParseException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except OverrideParseException as e:
+        raise ConfigError(f"override: {str(e).splitlines()[0]}") from None
+    single = []
+    for o in parsed:
+        if o.key_or_group.split(".")[0].split("/")[0] == "hydra":
+            continue  # Hydra's own (a launcher's settings): Hydra checks them
+        if o.is_sweep_override():
+            if o.key_or_group in _groups() and o.is_discrete_sweep():  # chunker=fixed,sentence: every choice
+                for choice in o.sweep_string_iterator():
+                    if choice not in choices(o.key_or_group):
+                        raise ConfigError(_choice_hint(f"Could not find '{o.key_or_group}/{choice}'"))
+            try:
+                single.append(f"{o.get_key_element()}={next(iter(o.sweep_string_iterator()))}")
+            except (StopIteration, HydraException):  # an interval sweep: Hydra checks it
+                continue
+        else:
+            single.append(o.input_line)
+    try:
+        compose(single)
+    except MissingConfigException as e:
+        raise ConfigError(_choice_hint(str(e)) or str(e).splitlines()[0]) from None
+    except ConfigCompositionException as e:
+        raise ConfigError(_key_hint(str(e), single) or str(e).splitlines()[0]) from None
+
+
+def _nearest(word: str, candidates) -> str:
+    found = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {found[0]}?" if found else ""
+
+
+def _choice_hint(message: str) -> str | None:
+    """``chunker=sentense: no such choice; did you mean sentence?``, from Hydra's missing config."""
+    m = re.search(r"Could not find '([^'/]+)/([^']+)'", message)
+    if not m or m.group(1) not in _groups():
+        return None
+    group, choice = m.groups()
+    known = choices(group)
+    return f"{group}={choice}: no such choice" + (
+        f"{_nearest(choice, known)} (`chunkbench ls {group}` lists them)" if _nearest(choice, known)
+        else f"; the choices: {', '.join(known)}")
+
+
+def _key_hint(message: str, overrides: Sequence[str]) -> str | None:
+    """``chunker.sise: no such key in chunker; did you mean size?``, from Hydra's failed override:
+    the nearest of the keys where the path leaves the composed config."""
+    m = re.search(r"Could not override '([^']+)'", message)
+    if not m:
+        return None
+    key = m.group(1)
+    cfg = compose([o for o in overrides if o.split("=", 1)[0].lstrip("+~") in _groups()])
+    node, parts = cfg, key.split(".")
+    for i, part in enumerate(parts):
+        if not isinstance(node, DictConfig) or part not in node:
+            where = ".".join(parts[:i])
+            names = list(node.keys()) if isinstance(node, DictConfig) else []
+            if not where:
+                names += [g for g in _groups() if g not in names]
+            inside = f" in {where}" if where else ""
+            return f"{key}: no such key{inside}{_nearest(part, names)} (a new key: +{key}=...)"
+        node = node[part]
+    return None
 
 
 def stored_choices(choices: tuple[str, ...], store: Any) -> DictConfig:

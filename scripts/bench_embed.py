@@ -33,7 +33,7 @@ def main() -> None:
     import torch
 
     from harness.data.base import SAMPLES_DIR
-    from harness.retrieval.embedders import SentenceTransformerEmbedder, _load_model, on_every_core, passes, token_counts
+    from harness.embedding.embedder import SentenceTransformerEmbedder, _load_model, on_every_core, passes, token_counts
 
     embedder = SentenceTransformerEmbedder(batch_size=1)
     model = _load_model(embedder.path, None, None)

@@ -137,7 +137,7 @@ def semantic_methods(texts: list[str], kb: int) -> tuple[dict[str, Callable[[], 
     from harness.chunking.semantic_breakpoint import SemanticBreakpointChunker
     from harness.chunking.semantic_cluster import SemanticClusterChunker
     from harness.chunking.sentence import sentence_pieces
-    from harness.retrieval.embedders import SentenceTransformerEmbedder, _load_model
+    from harness.embedding.embedder import SentenceTransformerEmbedder, _load_model
     from harness.types import Document
 
     budget, picked = kb * 1000, []

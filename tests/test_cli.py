@@ -88,7 +88,7 @@ def test_sweep_runs_every_chunker(tmp_path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("chunker=nope", "Available options"),
+    ("chunker=nope", "chunker=nope: no such choice; the choices: atomic_units, "),
     ("context.budget=0", "context.budget must be an integer > 0"),
     ("retriever.scope=everything", "retriever.scope must be one of document, corpus"),
     ("dataset=local", "dataset.path"),
@@ -317,6 +317,16 @@ def test_the_chunkbench_script_runs_what_python_m_harness_runs(tmp_path):
         return [line for line in out.splitlines() if "evidence_recall" in line or "n_chunks" in line]
 
     assert scores(by_script.stdout) == scores(by_module) and scores(by_module)
+
+
+def test_a_misspelt_key_ends_a_run_in_one_line_before_any_work(tmp_path):
+    script = str(Path(sys.executable).parent / "chunkbench")
+    p = subprocess.run([script, "run", "chunker.sise=100", f"cache.dir={tmp_path / 'cache'}"], cwd=tmp_path, env=ENV,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "chunkbench: error: chunker.sise: no such key in chunker; did you mean size? (a new key: +chunker.sise=...)"]
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "mlruns.db").exists()
 
 
 @pytest.mark.slow

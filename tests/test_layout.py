@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import REPO
 
 PACKAGE = REPO / "harness"
-STAGES = ("chunking", "retrieval", "llm", "metrics", "data", "respond")
+STAGES = ("chunking", "retrieval", "embedding", "llm", "metrics", "data", "respond")
 GROUND = ("types", "text", "cache", "statistics", "hierarchy", "tree_search", "aggregation")
 LLM_BACKENDS = ("harness.llm.transformers_llm", "harness.llm.vllm_llm", "harness.llm.openai_llm",
                 "harness.llm.bundled")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.chunking.base import Chunker, require
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 
 
 class EmbeddingChunker(Chunker):

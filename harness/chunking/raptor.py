@@ -7,7 +7,7 @@ baseline, following the authors' code (github.com/parthsarthi03/raptor).
   100 tokens by default). They are contiguous document spans, level 0.
 - Each layer: the nodes are embedded with the chunker's embedder (role ``chunker.embedder``: the
   run's embedder unless set apart; any :class:`SentenceTransformerEmbedder`, e.g. OpenAI's
-  text-embedding-ada-002 through :mod:`harness.retrieval.openai_embedder`, as MC-indexing embeds
+  text-embedding-ada-002 through :mod:`harness.embedding.openai_embedder`, as MC-indexing embeds
   the trees of its sparse and ColBERT rows), clustered
   (:mod:`harness.chunking.raptor_clustering`: reduction, BIC-chosen soft Gaussian mixtures,
   global then local), each cluster's texts are summarised by the chunker's model (role
@@ -45,7 +45,7 @@ from harness.chunking.raptor_clustering import REDUCTIONS, Clustering
 from harness.chunking.units import make_tokenizer, require_int
 from harness.llm.base import LLM, Sampling
 from harness.llm.replies import strip_reasoning
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.types import Chunk, ConfigError, Document
 
 VIEW = "tree_summary"

@@ -81,25 +81,35 @@ def reduce(vectors: np.ndarray, dim: int, n_neighbors: int, method: str, seed: i
                      random_state=seed, n_jobs=1).fit_transform(vectors)
 
 
-def best_n_components(points: np.ndarray, max_clusters: int) -> int:
-    """The component count in ``1 .. min(max_clusters, n) - 1`` with the lowest BIC (1 for n <= 2)."""
+def fitted(points: np.ndarray, k: int, seed: int):
+    """A ``k``-component Gaussian mixture fitted to ``points``, as RAPTOR's code fits it. Identical
+    texts embed to identical points, so a layer can hold fewer distinct points than ``k``: the
+    k-means start then warns (ConvergenceWarning) and the fit goes on as theirs does."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.mixture import GaussianMixture
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return GaussianMixture(n_components=k, random_state=seed).fit(points)
+
+
+def best_n_components(points: np.ndarray, max_clusters: int) -> int:
+    """The component count in ``1 .. min(max_clusters, n) - 1`` with the lowest BIC (1 for n <= 2)."""
     candidates = range(1, min(max_clusters, len(points)))
     if len(candidates) <= 1:
         return 1
-    bics = [GaussianMixture(n_components=k, random_state=BIC_SEED).fit(points).bic(points) for k in candidates]
+    bics = [fitted(points, k, BIC_SEED).bic(points) for k in candidates]
     return candidates[int(np.argmin(bics))]
 
 
 def soft_clusters(points: np.ndarray, threshold: float, max_clusters: int) -> list[list[int]]:
     """Members of each mixture component: the points whose posterior exceeds ``threshold``."""
-    from sklearn.mixture import GaussianMixture
-
     n = best_n_components(points, max_clusters)
     if n == 1:
         return [list(range(len(points)))]
-    probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(points).predict_proba(points)
+    probs = fitted(points, n, FIT_SEED).predict_proba(points)
     return [members for j in range(n) if (members := [i for i in range(len(points)) if probs[i, j] > threshold])]
 
 

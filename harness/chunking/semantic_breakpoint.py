@@ -45,7 +45,7 @@ from harness.chunking.base import require, spans_to_chunks
 from harness.chunking.embedding import EmbeddingChunker
 from harness.chunking.sentence import sentence_pieces
 from harness.chunking.units import Span, UnitIndex, make_tokenizer, pack, require_int, require_optional_size
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.types import Chunk, Document
 
 # Default amount per type. The four relative ones are LangChain's defaults (the values

@@ -46,7 +46,7 @@ from harness.chunking.embedding import EmbeddingChunker
 from harness.chunking.semantic_breakpoint import require_number
 from harness.chunking.sentence import sentence_pieces
 from harness.chunking.units import Span, UnitIndex, make_tokenizer, require_int, require_optional_size
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.types import PART_SEPARATOR, Chunk, Document
 
 METHODS = ("single_linkage", "dbscan")

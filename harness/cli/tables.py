@@ -40,7 +40,8 @@ def add(sub) -> None:
 
 def run(args: argparse.Namespace, cfg) -> None:
     """The papers' tables: validate the table files, run their grids, render from the record."""
-    from harness.report.tables import grid, pareto, render, spec
+    from harness.report.tables import costs, grid, index, pareto, render, spec
+    from harness.report.tables.records import table_runs
 
     if args.action == "calibrate":
         return calibrate(args)
@@ -63,9 +64,9 @@ def run(args: argparse.Namespace, cfg) -> None:
                 grid.run_table(s, args.scale, extra)
         for s in specs:
             if s.pairwise:  # MC-indexing Figure 3: judge a's answers against b's, once both runs are recorded
-                from harness.report.tables import pairwise
+                from harness.report.tables import pairwise_judge
 
-                pairwise.judge_table(s, args.scale, extra)
+                pairwise_judge.judge_table(s, args.scale, extra)
     if args.action in ("render", "reproduce"):
         uri, out = tracking_uri(args, cfg, extra), Path(args.out or render.RESULTS)
         preflight_store(uri)
@@ -74,12 +75,15 @@ def run(args: argparse.Namespace, cfg) -> None:
             render.write(t, out)
             print(f"[{t.spec.id}] {t.filled}/{t.total} cells -> {out / t.spec.id}.md (.csv, .tex"
                   + (", .png)" if t.spec.is_figure or t.spec.series or t.spec.pairwise else ")"))
-        # the index lists every table; the ones just rendered are not read from the record again
-        done = {t.spec.id: t for t in built}
-        every = [done.get(s.id) or render.build(s, uri, args.scale, extra) for s in spec.all_specs()]
+        # the index keeps the rows of the tables not rendered now as it holds them (a new table: from the record)
+        held = index.load(out, args.scale)
+        done = {t.spec.id for t in built}
+        built += [render.build(s, uri, args.scale, extra) for s in spec.all_specs()
+                  if s.id not in done and s.id not in held]
         plots = pareto.write(uri, args.scale, out)
         print(f"{len(plots)} quality-vs-cost plot(s) -> {out / 'pareto'}")
-        print(f"index -> {render.index(every, plots, out)}")
+        everyone = costs.computed(table_runs(uri, args.scale))
+        print(f"index -> {index.write(built, everyone, [s.id for s in spec.all_specs()], plots, out)}")
 
 
 def check_tables(specs, scale: str, extra: list[str]) -> None:

@@ -107,9 +107,9 @@ class DatasetLoader(ABC):
     """The loader skeleton; see the module docstring for the hooks a dataset implements."""
 
     version: ClassVar[int] = 1
-    # Where the loader can read from (a subset of SOURCES), what dataset.source=null means when
-    # no dataset.path is given, and the bundled sample's folder (exactly when "bundled" is one
-    # of the sources). A loader declares them; set_source() and describe_source() read them.
+    title: ClassVar[str] = ""   # the dataset's name as its paper writes it (plots, indexes); "" = the class name
+    # Where the loader can read from (a subset of SOURCES), what dataset.source=null means without a
+    # dataset.path, the bundled sample's folder (when "bundled" is a source); set_source() reads them.
     sources: ClassVar[tuple[str, ...]] = ()
     default_source: ClassVar[str | None] = None
     bundled_dir: ClassVar[Path | None] = None

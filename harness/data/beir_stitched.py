@@ -147,6 +147,7 @@ class BeirStitched(DatasetLoader):
     whose relevant ones were all kept. ``seed`` draws every sample and the stitching order;
     None takes the first items and stitches in corpus order (deterministic, not random).
     """
+    title = "BEIR, stitched"
 
     version = 2
     sources = ("hub", "path")

@@ -88,6 +88,7 @@ class HiChunkLayout(DatasetLoader):
     ``tasks``: keep only the questions of these tasks (HiCBench's T1 / T2 columns), before the
     limits; documents left without a question are dropped.
     """
+    title = "HiCBench"
 
     version = 3
     sources = ("path",)

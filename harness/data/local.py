@@ -92,6 +92,7 @@ class LocalDataset(DatasetLoader):
     (``doc_ids`` and evidence) are all kept; ``limit_queries`` then keeps the first N remaining
     queries; with ``seed``, N drawn at random.
     """
+    title = "local data"
 
     version = 3  # 3: evidence_wording
     sources = ("path",)  # dataset.path is required: there is no sample and no Hub copy

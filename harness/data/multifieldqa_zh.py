@@ -37,6 +37,7 @@ class MultiFieldQAZh(QChunkerLoader):
     LongBench's identical contexts are merged into one document (counted), so the corpus holds
     each text once, and each question keeps its own context as ``doc_ids``.
     """
+    title = "MultiFieldQA-zh"
 
     version = 3
     sources = ("bundled", "hub", "path")

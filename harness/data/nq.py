@@ -103,6 +103,7 @@ class NaturalQuestions(DatasetLoader):
     MC-indexing evaluates on NQ's dev set (586 questions after its filters), hence the default
     ``config=dev``, ``split=validation``. Everything else: see the module docstring.
     """
+    title = "Natural Questions"
 
     version = 2
     sources = ("hub", "path")

@@ -46,6 +46,7 @@ class OHRBench(DatasetLoader):
     words (HiChunk keeps those over 4k); ``limit_docs`` keeps the first N documents left and
     ``limit_queries`` the first N of their queries, or N drawn with ``seed``. Every drop is counted in the report.
     """
+    title = "OHR-Bench"
 
     version = 3
     sources = ("bundled", "path")

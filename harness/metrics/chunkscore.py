@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.metrics.base import DocumentMetric
 from harness.types import Chunk, ConfigError, Document
 

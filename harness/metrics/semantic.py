@@ -115,7 +115,7 @@ class QASimilarity(QueryMetric):
 
     def __init__(self, embedder=None, name: str = "qa_similarity"):
         if embedder is None:
-            from harness.retrieval.embedders import SentenceTransformerEmbedder
+            from harness.embedding.embedder import SentenceTransformerEmbedder
 
             embedder = SentenceTransformerEmbedder(model="bundled")
         if not callable(getattr(embedder, "encode", None)):

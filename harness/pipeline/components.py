@@ -11,7 +11,9 @@ constructor argument that Hydra fills from an interpolation (``embedder: ${embed
 from __future__ import annotations
 
 import copy
+import difflib
 import inspect
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +59,10 @@ def build_component(node: DictConfig, where: str) -> Any:
             raise type(cause)(f"{where}: {cause}") from cause
         if isinstance(cause, TypeError) and target:
             params = [p for p in inspect.signature(get_class(target)).parameters if p != "self"]
-            raise ConfigError(f"{where} ({target}): {cause}. Valid parameters: {', '.join(params)}") from cause
+            m = re.search(r"unexpected keyword argument '(\w+)'", str(cause))
+            near = difflib.get_close_matches(m.group(1), params, n=1) if m else []
+            hint = f"; did you mean {where}.{near[0]}?" if near else ""
+            raise ConfigError(f"{where} ({target}): {cause}. Valid parameters: {', '.join(params)}{hint}") from cause
         raise ConfigError(f"{where} ({target}): {cause}") from cause
 
 

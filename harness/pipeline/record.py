@@ -92,13 +92,18 @@ def _new_file_diff(path: str, text: str) -> str:
 NOT_CODE = (":(exclude)results", ":(exclude)*.md")  # git pathspecs: what runs write and people read
 
 
+def code_changed(repo: Path = REPO) -> bool:
+    """Whether the code differs from its commit (:data:`NOT_CODE` aside)."""
+    return bool(_git(repo, "status", "--porcelain", "--", ".", *NOT_CODE).strip())
+
+
 def git_patch(repo: Path = REPO, secrets: set[str] | None = None) -> str | None:
     """What the run's code has beyond its commit, or None when nothing: ``git diff HEAD`` of the
     tracked files, then each untracked (not ignored) text file as a new-file diff; binary,
     oversized and credential-like files are named in a header instead, and secret values are
     masked. What runs write and people read (:data:`NOT_CODE`: ``results/``, markdown) is left out,
     as :func:`code_state` leaves it out."""
-    if not _git(repo, "status", "--porcelain", "--", ".", *NOT_CODE).strip():
+    if not code_changed(repo):
         return None
     tracked = _git(repo, "diff", "HEAD", "--no-color", "--no-ext-diff", "--", ".", *NOT_CODE)
     parts, left_out, total = [], [], 0

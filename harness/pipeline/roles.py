@@ -57,7 +57,7 @@ def _kind(target: str) -> str | None:
 
     from harness.llm.base import LLM
     from harness.retrieval.base import Retriever
-    from harness.retrieval.embedders import SentenceTransformerEmbedder
+    from harness.embedding.embedder import SentenceTransformerEmbedder
 
     try:
         obj = get_object(target)

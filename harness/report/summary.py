@@ -68,4 +68,8 @@ def summary_table(result: RunResult, title: str) -> Table:
 
 
 def print_summary(result: RunResult, title: str) -> None:
-    Console().print(summary_table(result, title))
+    table, console = summary_table(result, title), Console()
+    if not console.is_terminal:  # a log or a pipe has no width of its own: the whole table, not 80 columns
+        need = console.measure(table, options=console.options.update_width(10_000)).maximum
+        console = Console(width=max(console.width, need))
+    console.print(table)

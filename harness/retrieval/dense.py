@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.cache import Cache
 from harness.retrieval.base import Retriever
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.types import Chunk, ConfigError, Query
 
 # faiss logs at INFO which instruction set it loaded (and a failed AVX2 probe); not a user's concern.

@@ -23,7 +23,7 @@ import numpy as np
 
 from harness.cache import Cache, make_key
 from harness.retrieval.base import Retriever, top_k
-from harness.retrieval.embedders import cached_batches
+from harness.embedding.embedder import cached_batches
 from harness.text import resolve_model
 from harness.types import Chunk, ConfigError, Query
 

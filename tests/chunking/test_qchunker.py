@@ -16,7 +16,7 @@ from harness.chunking.qchunker import QChunker
 from harness.chunking.qchunker_format import (JUDGE_PROMPT, REWRITE_PROMPT, SEGMENT_PROMPT, locate,
                                               parse_judgement, parse_rewrite, parse_segmentation,
                                               spans_from_starts)
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.types import Chunk, ConfigError, Document
 
 PARAS = ["Alpha founded the lab in 1990. It grew fast and hired many people.",

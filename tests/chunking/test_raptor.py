@@ -57,7 +57,7 @@ def topic_doc(n=6):
 
 @pytest.fixture(scope="module")
 def embedder():
-    from harness.retrieval.embedders import SentenceTransformerEmbedder
+    from harness.embedding.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 

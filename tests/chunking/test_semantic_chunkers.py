@@ -33,7 +33,7 @@ from harness.chunking.semantic_breakpoint import (
 )
 from harness.chunking.sentence import sentence_pieces
 from harness.chunking.units import UnitIndex
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.text import Tokenizer
 from harness.types import ConfigError, Document
 from tests.conftest import SAMPLES

@@ -9,7 +9,6 @@ import shutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from omegaconf import OmegaConf
 
 from harness.data.beir_stitched import SEP, BeirStitched, pack, render
 from harness.pipeline.components import build_components

@@ -223,7 +223,7 @@ def test_qa_similarity_is_the_embedding_cosine():
     from sentence_transformers import SentenceTransformer, util
 
     from harness.metrics.semantic import QASimilarity
-    from harness.retrieval.embedders import SentenceTransformerEmbedder
+    from harness.embedding.embedder import SentenceTransformerEmbedder
     from harness.text import bundled_embedder_path
 
     m = QASimilarity(SentenceTransformerEmbedder(model="bundled"))

@@ -14,7 +14,7 @@ from harness.data.hicbench import header_sections
 from harness.metrics.chunk_points import ChunkPointF1, micro_scores, predicted_points, units
 from harness.metrics.chunking_error import ChunkingError, answer_scopes
 from harness.metrics.chunkscore import ChunkScore, perplexity_ratio, semantic_dispersion
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.types import Chunk, ConfigError, Document, Query, Span
 
 # ---------------------------------------------------------------- chunk-point F1

@@ -137,6 +137,6 @@ def test_refused_before_any_stage(tmp_path, overrides, message):
 
 def test_unknown_experiment_is_refused_with_the_known_ones(tmp_path):
     code, err = run(tmp_path, "experiment=nope")
-    assert code != 0 and "Could not find 'experiment/nope'" in err, err[-3000:]
+    assert code != 0 and "experiment=nope: no such choice; the choices: " in err, err[-3000:]
     assert "hichunk_fc200" in err and "qchunker_controlled" in err  # the available experiments
     assert not (tmp_path / "cache").exists()

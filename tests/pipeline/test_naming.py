@@ -80,3 +80,13 @@ def test_runs_differing_by_one_value_get_different_names(tmp_path):
     names = sorted(r.info.run_name for r in mlflow.search_runs(experiment_names=["chunkbench"], output_format="list"))
     assert names == [f"ohrbench/fixed/dense/budget chunker.size={n} dataset.domains=[news,textbook] "
                      f"dataset.limit_queries=3" for n in (150, 250)]
+
+
+def test_the_summary_printed_to_a_pipe_keeps_every_metric_name_whole(capsys):
+    from harness.report.summary import print_summary
+
+    long = "answer_scope_recall_multi_view_traversal_at_10_with_a_very_long_name"
+    result = RunResult({long: 0.5, f"{long}/ci95_low": 0.4, f"{long}/ci95_high": 0.6, f"n/{long}": 30}, [], {})
+    print_summary(result, "ohrbench/fixed/dense/budget [scale=smoke]")   # captured: no terminal
+    out = capsys.readouterr().out
+    assert any(long in line and "0.5000" in line for line in out.splitlines())

@@ -66,7 +66,7 @@ def test_results_do_not_depend_on_what_the_cache_held(make_cfg, tmp_path):
     encoded together in this one) does not move a single score."""
     from harness.cache import Cache
     from harness.pipeline.stages import all_chunks
-    from harness.retrieval.embedders import SentenceTransformerEmbedder
+    from harness.embedding.embedder import SentenceTransformerEmbedder
 
     fresh = Pipeline(make_cfg("chunker.size=120"), log=lambda *_: None)
     first = fresh.run()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.tables import checks, grid, pairwise, render, spec
+from harness.report.tables import checks, grid, pairwise, pairwise_judge, render, spec
 from harness.types import ConfigError
 from tests.conftest import ScriptedLLM
 from tests.report.test_judge import RUN_A, RUN_B, judge_reply
@@ -94,7 +94,7 @@ def test_pairwise_paper_numbers_and_judge_are_validated(tmp_path):
 
 def test_the_judge_is_built_from_the_config_with_the_runs_cache(tmp_path):
     t = write_table(tmp_path, PAIRED)
-    llm = pairwise.build_judge(t, "smoke", [f"cache.dir={tmp_path / 'cache'}"])
+    llm = pairwise_judge.build_judge(t, "smoke", [f"cache.dir={tmp_path / 'cache'}"])
     assert type(llm).__name__ == "TransformersLLM" and llm.batch_size == 3
     assert llm.cache.dir.absolute() == (tmp_path / "cache").absolute()  # judge calls are cached with the runs'
 
@@ -128,7 +128,7 @@ def judged(tmp_path):
     llm = ScriptedLLM(reply=judge_reply)
     llm.cache = open_cache(tmp_path / "cache")
     lines = []
-    done = pairwise.judge_table(t, "smoke", [f"tracking.uri={uri}"], log=lines.append, llm=llm)
+    done = pairwise_judge.judge_table(t, "smoke", [f"tracking.uri={uri}"], log=lines.append, llm=llm)
     return t, uri, ids, llm, lines, done
 
 
@@ -159,7 +159,7 @@ def test_judging_logs_one_run_per_pair_with_its_rates(judged):
     verdicts = [json.loads(x) for x in Path(path).read_text().splitlines()]
     assert [v["score_based"] for v in verdicts] == ["win", "tie", "loss", None]
     # a warm re-run asks the model nothing: every judge call comes from the cache
-    again = pairwise.judge_table(t, "smoke", [f"tracking.uri={uri}"], log=lambda *_: None, llm=llm)
+    again = pairwise_judge.judge_table(t, "smoke", [f"tracking.uri={uri}"], log=lambda *_: None, llm=llm)
     assert MlflowClient(uri).get_run(again[0]).data.metrics["llm_calls"] == 0 and len(llm.prompts) == 7
 
 
@@ -199,7 +199,7 @@ def test_a_pair_without_answers_is_recorded_as_failed(tmp_path):
     record(uri, t, "mc|bm25|context.k=1.5", retrieval_only)
     record(uri, t, "flc|bm25|context.k=1.5", RUN_B)
     lines = []
-    assert pairwise.judge_table(t, "smoke", [f"tracking.uri={uri}"], log=lines.append,
+    assert pairwise_judge.judge_table(t, "smoke", [f"tracking.uri={uri}"], log=lines.append,
                                 llm=ScriptedLLM(reply=judge_reply)) == []
     assert "no query has an answer and a gold answer in both runs" in lines[0]
     note = render.build(t, uri, "smoke").pairwise[("bm25", "round/win@1.5")].note
@@ -217,6 +217,14 @@ def test_the_figure_has_a_panel_per_outcome_kind_and_k(judged):
     assert "33" in texts and "n=3, 1 inv." in texts and "n/a (not run yet)" in texts
     assert "n/a (not run at smoke scale)" in [x.get_text() for x in fig.axes[1].texts]
     assert fig.axes[0].get_xlim() == (0, 100)
+
+
+def test_the_figure_is_a_column_per_outcome_kind_and_a_row_per_k(judged):
+    t, uri, *_ = judged
+    fig = pairwise.draw(render.build(t, uri, "smoke"))
+    where = [(ax.get_subplotspec().rowspan.start, ax.get_subplotspec().colspan.start) for ax in fig.axes]
+    assert where == [(0, 0), (1, 0), (0, 1), (1, 1)]  # two panels a row however many k: Figure 3's four fit
+    assert fig._suptitle.get_text().startswith("Paired\n(demo/t1, smoke scale)")  # the table's title in words
 
 
 def test_shipped_figure3_is_the_papers_layout():
@@ -241,7 +249,7 @@ def test_a_pairwise_table_end_to_end_with_the_bundled_model(tmp_path):
     extra = [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"]
     assert all(o.status == "finished" for o in grid.run_table(t, "smoke", extra, log=lambda *_: None)
                if o.status != "skipped")
-    assert len(pairwise.judge_table(t, "smoke", extra, log=lambda *_: None)) == 1
+    assert len(pairwise_judge.judge_table(t, "smoke", extra, log=lambda *_: None)) == 1
     rendered = render.build(t, uri, "smoke")
     cells = [rendered.pairwise[("bm25", f"{k}/{o}@1")] for k in ("score", "round") for o in ("win", "tie", "loss")]
     first = cells[0]

@@ -213,5 +213,5 @@ def test_a_delta_only_where_the_point_is_the_papers_setup(tmp_path):
                                points, why_not)
     assert cells[("fixed", "copy/erec")].diff == pytest.approx(0.25)
     assert cells[("fixed", "sample/erec")].diff is None and cells[("lc", "copy/erec")].diff is None
-    md = render.markdown(render.Rendered(t, "smoke", cells, [], 0.0, ""))
+    md = render.markdown(render.Rendered(t, "smoke", cells, []))
     assert "paper 0.5000, Δ +0.2500" in md and "paper 0.5000, not comparable: bundled sample of ohrbench" in md

@@ -94,3 +94,23 @@ def test_context_pairings_exist_and_match_the_configs():
         if m := re.search(r"pair (?:it )?with\s+context=(\w+)", comments, re.IGNORECASE):
             said[name] = m.group(1)
     assert said == registry.CONTEXT_FOR
+
+
+@pytest.mark.parametrize("overrides, line", [
+    (["chunker.sise=100"], "chunker.sise: no such key in chunker; did you mean size? (a new key: +chunker.sise=...)"),
+    (["chunker=sentence", "dataset.limit_doc=2"], "dataset.limit_doc: no such key in dataset; did you mean limit_docs?"),
+    (["retriever.embedder.modle=x"], "retriever.embedder.modle: no such key in retriever.embedder; did you mean model?"),
+    (["chunkr=sentence"], "chunkr: no such key; did you mean chunker?"),
+    (["chunker=sentense"], "chunker=sentense: no such choice; did you mean sentence? (`chunkbench ls chunker` lists them)"),
+    (["chunker=fixed,sentense"], "chunker=sentense: no such choice; did you mean sentence?"),   # every choice of a sweep
+])
+def test_a_misspelt_key_or_choice_is_one_line_naming_the_nearest(overrides, line):
+    with pytest.raises(registry.ConfigError) as e:
+        registry.check_overrides(overrides)
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("overrides", [["chunker.size=100,200"], ["+chunker.extra=1"], ["hydra/launcher=slurm"],
+                                       ["chunker=sentence", "chunker.size=range(100,300,100)"], []])
+def test_valid_overrides_and_sweeps_pass_the_check(overrides):
+    registry.check_overrides(overrides)

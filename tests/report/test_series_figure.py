@@ -10,6 +10,7 @@ import re
 import pytest
 
 from harness.report.tables import checks, grid, render
+from harness.report.tables import index as tables_index
 from harness.types import ConfigError
 from tests.conftest import ScriptedLLM
 from tests.report.test_tables import write_table
@@ -105,5 +106,5 @@ def test_per_chunk_perplexities_are_recorded_and_plotted_from_mlflow(tmp_path):
     png = matplotlib.image.imread(paths[-1])
     assert paths[-1].suffix == ".png" and png.shape[0] > 100 and png.std() > 0
     assert "| CRUD PPL original |" in paths[0].read_text()
-    index = render.index([rendered], out=tmp_path / "results").read_text()
+    index = tables_index.write([rendered], {}, [t.id], out=tmp_path / "results").read_text()
     assert "([png](demo/t1.png))" in index

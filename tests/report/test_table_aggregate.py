@@ -93,7 +93,7 @@ def test_an_aggregate_renders_with_the_papers_value_and_a_caption(tmp_path):
     t = averaged(tmp_path, numbers="row,column,value\nfixed,avg/f1,40.0\n")
     rows = grid.paper_rows(t)
     cells = render.table_cells(t, "smoke", runs_for(), rows)
-    rendered = render.Rendered(t, "smoke", cells, [], 0.0, "")
+    rendered = render.Rendered(t, "smoke", cells, [])
     md = render.markdown(rendered)
     assert "Avg.: no run of its own, each cell the mean of the row's cells in A, B, C (as shown)." in md
     assert "43.3 (best at a: chunker.size=100; b: chunker.size=200; c: chunker.size=100)<br>paper 40.0, Δ +3.3" in md
@@ -202,7 +202,7 @@ def test_the_papers_std_is_read_and_shown_beside_its_value(tmp_path):
     assert grid.paper_stds(t) == {("sentence", "a/f1"): 2.47, ("sentence", "c/f1"): 0.0}
     cells = render.table_cells(t, "smoke", runs_for(), grid.paper_rows(t))
     assert (cells[("sentence", "a/f1")].paper, cells[("sentence", "a/f1")].paper_std) == (47.22, 2.47)
-    rendered = render.Rendered(t, "smoke", cells, [], 0.0, "")
+    rendered = render.Rendered(t, "smoke", cells, [])
     md = render.markdown(rendered)
     assert "<br>paper 47.2 ± 2.5, Δ" in md and "<br>paper 50.0, Δ" in md and "<br>paper 55.7 ± 0.0, Δ" in md
     assert "the paper's value (± its own where it prints one)" in md

@@ -7,6 +7,7 @@ import io
 import pytest
 
 from harness.report.tables import checks, grid, render, spec
+from harness.report.tables import index as tables_index
 from harness.types import ConfigError
 
 SHIPPED = spec.all_specs()
@@ -108,8 +109,10 @@ def test_a_table_runs_records_and_renders_from_mlflow(tmp_path):
     rows = list(csv.DictReader(io.StringIO(table_csv)))
     assert [r["row"] for r in rows] == ["fixed", "sentence", "skipped"] and rows[1]["paper"] == "50.000000"
     assert tex.startswith("\\begin{tabular}{lc}") and "(50.0)" in tex
-    index = render.index([rendered], out=tmp_path / "results").read_text()
-    assert "| [demo/t1](demo/t1.md) | Demo | smoke | 2/3 | the table declares no paper setup |" in index
+    assert r"{\scriptsize [" in tex and r"$\pm$" in tex   # the interval of one run, the std over a sweep
+    index = tables_index.write([rendered], {}, [t.id], out=tmp_path / "results").read_text()
+    assert "| [demo/t1](demo/t1.md) | Demo | 2/3 | the table declares no paper setup | 1: too slow here |" in index
+    assert "**2 of 3 cells filled** in 1 tables at smoke scale: 0 complete, 1 partial, 0 empty" in index
     # Run again: every grid point is recorded already (same config, code and point), so nothing
     # runs and nothing is logged; tracking.rerun=new logs them anyway.
     import sqlite3
@@ -286,7 +289,7 @@ def test_a_cell_shows_its_interval_or_its_std_over_queries(tmp_path):
     std = write_table(tmp_path / "b", body + "spread: std\n")
     c = render.cell(std, "smoke", std.rows[0], std.columns()[0], runs, None)
     assert (c.low, c.std) == (None, 0.2) and render.ours_text(c, 2) == "0.40 ± 0.20"
-    assert "ours ± std over queries" in "\n".join(render.caption(render.Rendered(std, "smoke", {}, [], 0.0, "")))
+    assert "ours ± std over queries" in "\n".join(render.caption(render.Rendered(std, "smoke", {}, [])))
     with pytest.raises(ConfigError, match="spread: ci | std"):
         write_table(tmp_path / "c", body + "spread: sd\n")
 
@@ -326,7 +329,7 @@ def test_a_correlation_figure_tracks_a_metric_mix_across_rows(tmp_path):
     runs = fake_runs({f"{k}|data": {"chunkscore_li": li, "chunkscore_sd": sd, "rouge_l_qchunker": y}
                       for k, (li, sd, y) in values.items()})
     cells = {(row.key, col.key): render.cell(t, "smoke", row, col, runs, None) for row in t.rows for col in t.columns()}
-    rendered = render.Rendered(t, "smoke", cells, [], 0.0, "")
+    rendered = render.Rendered(t, "smoke", cells, [])
     [(group, curve)] = correlation.curves(rendered).items()
     r = dict(curve)
     assert group == "data" and r[0.0] == pytest.approx(1.0) and r[1.0] == pytest.approx(-1.0)
@@ -342,7 +345,7 @@ def test_a_correlation_figure_tracks_a_metric_mix_across_rows(tmp_path):
     # fewer than three rows with values: undefined, not a fake +-1
     two = {k: v for k, v in runs.items() if k[0] in "ab"}
     cells = {(row.key, col.key): render.cell(t, "smoke", row, col, two, None) for row in t.rows for col in t.columns()}
-    assert all(rv is None for _, rv in correlation.curves(render.Rendered(t, "smoke", cells, [], 0.0, ""))["data"])
+    assert all(rv is None for _, rv in correlation.curves(render.Rendered(t, "smoke", cells, []))["data"])
     with pytest.raises(ConfigError, match="not layout metrics"):
         write_table(tmp_path / "b", CORRELATED.replace("target: rouge", "target: bleu"))
     with pytest.raises(ConfigError, match="step > 0"):

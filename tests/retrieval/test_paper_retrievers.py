@@ -12,10 +12,10 @@ from harness.cache import Cache
 from harness.data.ohrbench import OHRBench
 from harness.pipeline.components import build_component
 from harness.pipeline.runner import Pipeline
-from harness.retrieval import embedders
+from harness.embedding import embedder as embedders
 from harness.retrieval.dense import DenseRetriever
-from harness.retrieval.dpr import DPREncoder, is_dpr
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.dpr import DPREncoder, is_dpr
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.retrieval.late_interaction import LateInteractionRetriever
 from harness.text import resolve_model
 from harness.types import Chunk, ConfigError, Query

@@ -8,7 +8,7 @@ import pytest
 from harness.cache import Cache
 from harness.retrieval.assemblers import TokenBudgetAssembler, TopKAssembler
 from harness.retrieval.dense import DenseRetriever
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.retrieval.lexical import BM25Retriever, TfidfRetriever
 from harness.retrieval.multi_view import MultiViewAssembler
 from harness.types import Chunk, ConfigError, Query, Retrieved
@@ -99,7 +99,7 @@ def test_one_by_one_vectors_do_not_depend_on_their_batch_mates():
 
 
 def test_passes_group_texts_of_one_token_length():
-    from harness.retrieval.embedders import MAX_PASS_TOKENS, MIN_SHARED_TOKENS, passes
+    from harness.embedding.embedder import MAX_PASS_TOKENS, MIN_SHARED_TOKENS, passes
 
     lengths = [10, 3, 10, 200, 3, 10, MAX_PASS_TOKENS // 2] + [MAX_PASS_TOKENS // 2] * 2
     groups = passes(lengths)
@@ -117,7 +117,7 @@ def test_a_rows_bits_do_not_depend_on_how_many_rows_share_its_pass():
     at random, one torch thread)."""
     import torch
 
-    from harness.retrieval.embedders import MIN_SHARED_TOKENS, _load_model
+    from harness.embedding.embedder import MIN_SHARED_TOKENS, _load_model
 
     model, before = _load_model(SentenceTransformerEmbedder().path, None, None), torch.get_num_threads()
     gen = torch.Generator().manual_seed(0)
@@ -147,7 +147,7 @@ def test_one_by_one_vectors_equal_a_loop_when_texts_share_passes():
     import torch
 
     from harness.data.base import SAMPLES_DIR
-    from harness.retrieval.embedders import _load_model, passes, token_counts
+    from harness.embedding.embedder import _load_model, passes, token_counts
 
     with open(SAMPLES_DIR / "gutenqa" / "GutenQA_paragraphs.jsonl", encoding="utf-8") as f:
         paragraphs = [json.loads(line)["Chunk"] for _, line in zip(range(40), f)]

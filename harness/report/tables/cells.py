@@ -38,13 +38,12 @@ class Rendered:
     scale: str
     cells: dict[tuple[str, str], Cell]
     models: list[str]
-    cold_seconds: float
-    cache_note: str
     # spec.series: (row, group) -> line key -> the run's per-chunk values (from per_document.jsonl)
     series: dict[tuple[str, str], dict[str, list[float]]] = field(default_factory=dict)
     pairwise: dict[tuple[str, str], Cell] = field(default_factory=dict)   # (group, pair column): a judged rate
     not_comparable: tuple[str, ...] = ()   # the distinct reasons its points are not the paper's setup
     runs: dict[str, Any] = field(default_factory=dict)   # grid point key -> the run its cells read
+    history: tuple[Any, ...] = ()   # every recorded run of its grid points and judged pairs: what it cost
 
     @property
     def filled(self) -> int:

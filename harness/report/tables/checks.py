@@ -238,9 +238,9 @@ def check_table(spec: TableSpec, scale: str, extra: Sequence[str] = ()) -> Table
             if not spec.in_layout(row, column):
                 raise ConfigError(f"{spec.numbers.name} has ({row}, {column}), not in the layout")
         if spec.pairwise is not None:
-            from harness.report.tables import pairwise
+            from harness.report.tables import pairwise_judge
 
-            pairwise.build_judge(spec, scale, extra)  # composes and builds the judge's llm (loads no weights)
+            pairwise_judge.build_judge(spec, scale, extra)  # composes and builds the judge's llm (loads no weights)
     except ConfigError as e:
         table_errors.append(str(e))
     if table_errors and points:

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import csv
 import io
-import textwrap
 from pathlib import Path
 
 import numpy as np
 
-from harness.report.tables.cells import Rendered
-from harness.report.tables.figure import pyplot, save, write_with_csv
+from harness.report.tables.cells import Rendered, short_label
+from harness.report.tables.figure import coinciding, heading, note, pyplot, said, save, write_with_csv
 
 MIN_ROWS = 3  # a correlation over two points is always ±1
+STYLES = ("-", "--", "-.", ":")
 
 
 def row_values(t: Rendered, group: str) -> list[tuple[str, float, float, float]]:
@@ -94,25 +94,32 @@ def csv_text(t: Rendered) -> str:
 def plot(t: Rendered, path: Path) -> Path:
     plt = pyplot()
     corr, cs = t.spec.correlation, curves(t)
-    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    fig, ax = plt.subplots(figsize=(7.0, 4.4), layout="constrained")
+    drawn = {}
     for i, (group, curve) in enumerate(cs.items()):
         pts = [(lam, r) for lam, r in curve if r is not None]
-        label = t.spec.label(next(g for g in t.spec.groups if g.key == group), "groups", t.scale)
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=f"C{i % 10}",
-                    label=f"{textwrap.shorten(label, 60)} ({len(row_values(t, group))} rows)")
+        axis = next(g for g in t.spec.groups if g.key == group)
+        label = f"{short_label(t.spec, axis, 'groups', t.scale) or group} ({len(row_values(t, group))} rows)"
+        if pts:  # a line style per group too: a curve on top of another still shows
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=f"C{i % 10}", linestyle=STYLES[i % len(STYLES)],
+                    linewidth=2.4 - 1.6 * i / max(len(cs) - 1, 1), label=label)
+            drawn[label] = [r for _, r in curve]
     if not ax.lines:
         ax.text(0.5, 0.5, f"fewer than {MIN_ROWS} rows with values in every group", ha="center", va="center",
                 transform=ax.transAxes, color="grey")
+    note(ax, [said(labels, len(drawn)) for labels in coinciding(drawn)])
     ax.set_xlabel("λ")
     ax.set_ylabel(f"Pearson r with {corr.target}")
     ax.set_ylim(-1.05, 1.05)
     ax.grid(alpha=0.3)
     if ax.lines:
-        ax.legend(fontsize=8)
-    ax.set_title(textwrap.fill(f"{t.spec.id}: {t.spec.title} ({t.scale} scale)", 70), fontsize=9)
-    fig.tight_layout()
+        fig.legend(loc="outside lower center", ncol=min(len(ax.lines), 3), fontsize=8, frameon=False)
+    heading(fig, t)
     return save(fig, path)
+
+
+def applies(spec) -> bool:   # the block protocol (harness.report.tables.blocks)
+    return spec.correlation is not None
 
 
 def write(t: Rendered, base: Path) -> list[Path]:

@@ -28,7 +28,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from harness.llm.base import LLM, Message, Sampling
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.text import Tokenizer
 
 METHOD_WORK = Path(__file__).with_name("method_work.json")

@@ -62,8 +62,8 @@ def _cpu(c: dict[str, Any] | None) -> str:
 def text(r: dict[str, Any]) -> str:
     sl, smoke = r["launcher"], r["scale"] == "smoke"
     cached = r.get("cached_cpu_seconds") or {}
-    head = (f"ChunkBench plan at smoke scale: what the smoke run does here (bundled data and CPU models); work "
-            f"counted as at full scale, time from the cache's recorded seconds" if smoke
+    head = ("ChunkBench plan at smoke scale: what the smoke run does here (bundled data and CPU models); work "
+            "counted as at full scale, time from the cache's recorded seconds" if smoke
             else f"ChunkBench plan at {r['scale']} scale: {r['label']}")
     jobs = ("  runs: each point in turn, in this process (`tables run`), on the CPU" if smoke else
             f"  jobs: one SLURM array task per runnable point ({sl['file']}: gpus_per_task {sl['gpus_per_task']}, "

@@ -31,6 +31,24 @@ def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
     return out
 
 
+def table_runs(uri: str, scale: str) -> list:
+    """Every finished run of every table's experiment (``tables/...``) at ``scale``, latest first."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiments = [e.experiment_id for e in client.search_experiments() if e.name.startswith("tables/")]
+    out, token = [], None
+    while experiments:
+        page = client.search_runs(experiments, filter_string=f"tags.`table.scale` = '{scale}' and "
+                                  "attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"],
+                                  max_results=5000, page_token=token)
+        out += page
+        token = page.token
+        if not token:
+            break
+    return out
+
+
 def untagged_runs(uri: str, scale: str) -> dict[str, list]:
     """The finished runs at ``scale`` that no table tagged, by their config identity, latest first."""
     from mlflow.tracking import MlflowClient

@@ -14,8 +14,8 @@ from harness.chunking.base import check_chunks
 from harness.chunking.raptor import VIEW, RaptorChunker
 from harness.chunking.sentence import SentenceChunker
 from harness.retrieval.dense import DenseRetriever
-from harness.retrieval.embedders import SentenceTransformerEmbedder
-from harness.retrieval.openai_embedder import EmbeddingError, OpenAIEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
+from harness.embedding.openai_embedder import EmbeddingError, OpenAIEmbedder
 from harness.types import Chunk, ConfigError, Document, Query
 
 KEY = "sk-test-0123456789abcdef"

@@ -13,9 +13,9 @@ import sentence_transformers
 
 from harness.chunking.semantic_breakpoint import SemanticBreakpointChunker
 from harness.pipeline.components import build_component
-from harness.retrieval import embedders
+from harness.embedding import embedder as embedders
 from harness.retrieval.dense import DenseRetriever
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.types import Chunk, ConfigError, Document, Query
 
 STELLA_QUERY = "Instruct: Given a web search query, retrieve relevant passages that answer the query.\nQuery: "

