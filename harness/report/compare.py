@@ -1,6 +1,6 @@
 """Is one run's gain over another real? A paired test on the queries both runs scored.
 
-    python -m harness.cli compare RUN_ID_A RUN_ID_B --metric evidence_recall [--uri sqlite:///mlruns.db]
+    chunkbench compare RUN_ID_A RUN_ID_B --metric evidence_recall [--uri sqlite:///mlruns.db]
 
 A run id may be shortened to any prefix that names one run of the store (the 8 characters a
 run's summary prints).
@@ -42,7 +42,7 @@ def resolve_run_id(uri: str, given: str) -> str:
         return found[0]
     if not found:
         raise ConfigError(f"run {given!r}: no run of {uri} has an id starting so; "
-                          f"list the runs with `python -m harness.cli table --uri {uri}`")
+                          f"list the runs with `chunkbench table --uri {uri}`")
     raise ConfigError(f"run {given!r} is ambiguous: {len(found)} runs of {uri} start so "
                       f"({', '.join(sorted(f[:12] for f in found)[:5])}...); give more characters")
 

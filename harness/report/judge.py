@@ -1,7 +1,7 @@
 """Pairwise LLM judge of two recorded runs' answers (MC-indexing §5.2, prompt of Appendix G,
 Figure 11).
 
-    python -m harness.cli judge RUN_A RUN_B [--llm-config transformers] [--set model=Qwen/Qwen3-8B]
+    chunkbench judge RUN_A RUN_B [--llm-config transformers] [--set model=Qwen/Qwen3-8B]
         [--uri sqlite:///mlruns.db] [--out judged.jsonl]
 
 Reads both runs' ``per_query.jsonl`` (:func:`harness.report.compare.per_query`), pairs queries

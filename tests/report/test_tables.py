@@ -70,7 +70,7 @@ def test_grid_expands_sweeps_stand_ins_and_skips(tmp_path):
 
 
 def test_bad_table_files_name_the_problem(tmp_path):
-    with pytest.raises(ConfigError, match="unknown keys \\['colour'\\]"):
+    with pytest.raises(ConfigError, match="table demo/t1: keys are challenge, correlation, .*, x, got 'colour'"):
         write_table(tmp_path, DEMO + "colour: red\n")
     t = write_table(tmp_path / "b", DEMO.replace("chunker=sentence", "chunker=no_such_chunker"))
     with pytest.raises(ConfigError, match="sentence\\|paper_data"):

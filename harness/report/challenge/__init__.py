@@ -1,4 +1,4 @@
-"""Your chunker against the papers' baselines: ``python -m harness.cli challenge CHUNKER``.
+"""Your chunker against the papers' baselines: ``chunkbench challenge CHUNKER``.
 
 :mod:`.challenger` reads what the user names (a config choice, a class by import path);
 :mod:`.rows` adds its rows to a paper table as the table file's ``challenge`` block says;

@@ -30,6 +30,6 @@ def own_data_table(overrides: Sequence[str], with_llm: bool = False) -> TableSpe
     rows = tuple(Axis(c, c, (f"chunker={c}", *((f"context={CONTEXT_FOR[c]}",) if c in CONTEXT_FOR else ())))
                  for c in (*BASELINES, *(WITH_LLM if with_llm else ())))
     group = Axis("data", "", tuple(overrides))
-    return TableSpec(f"own/{slug}", f"Your data: {name}", "your own data (python -m harness.cli challenge)", None,
+    return TableSpec(f"own/{slug}", f"Your data: {name}", "your own data (chunkbench challenge)", None,
                      "", ("responder=none", "metrics=retrieval"), rows, (group,), METRICS, {},
                      challenge=Challenge(drop=("chunker", "context"), add=("context=budget",)))

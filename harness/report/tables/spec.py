@@ -61,23 +61,12 @@ The paper's numbers file may carry the paper's ± beside each value: a fourth co
 (``row,column,value,std``; empty or ``-`` where the paper prints none), rendered beside the
 paper's value.
 
-``challenge`` says how a new chunker joins the table (``python -m harness.cli challenge``): which
+``challenge`` says how a new chunker joins the table (``chunkbench challenge``): which
 rows it is compared with, in which families (one per retriever or reader), which overrides it
 replaces and gets, the size parameter it is swept over, or why the table takes none
 (:class:`harness.report.tables.spec_blocks.Challenge`).
 
-    title: ...            source: ...          numbers: results/papers/<paper>/<table>.csv
-    shared: [overrides]   rows: {key: {label, overrides, sweep: {param: [values]} | [{param: [values]}, ...]}}
-    groups: {key: {label, overrides, missing, metrics: {key: run metric}, aggregate: {mean_of: [groups]}}}
-    metrics: {key: {metric, label, factor, digits}}
-    x: {param, label, values: [...], names: [...]}     sweep_select: mean | best | best_group
-    select_by: [run metrics]                           spread: ci | std
-    scale: {smoke: {shared, rows|groups: {key: {label, overrides, add, sweep (rows)}}, skip: {key: why}}}
-    correlation: {mix: [a, b], target: key, lambdas: {start, stop, step}}
-    series: {label, y_label, lines: {key: {series: per-document series key, label}}}
-    pairwise: {a: row, b: row, judge: [overrides], outcomes: [score, round], label, max_tokens,
-               temperature, retries, seed}
-    challenge: {skip: why} | {rows: [globs], by: [keys], drop: [keys], add: [overrides], sweep, lower: [metrics]}
+The keys and their types, checked in one validation: :mod:`harness.report.tables.schema`.
 """
 
 from __future__ import annotations
@@ -88,25 +77,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from harness.report.tables.spec_blocks import (OUTCOMES, Axis, Challenge, Correlation, PairColumn, Pairwise, Series,
                                                Sweep, override_list, pairwise_fields, parse_challenge, parse_correlation,
                                                parse_pairwise, parse_series, show, sweep_points)
 from harness.report.tables.spec_blocks import parse_sweep as _sweep
+from harness.report.tables.schema import read, set_keys
 from harness.report.tables.setup import PaperSetup, parse_paper
 from harness.types import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 TABLES = REPO / "configs" / "tables"
-SCALES = ("smoke", "full")
-SWEEP_SELECT = ("mean", "best", "best_group")
-AXIS_KEYS = {"label", "overrides", "sweep", "missing", "metrics"}
-GROUP_KEYS = AXIS_KEYS | {"aggregate"}
-AGGREGATES = ("mean_of",)
-SCALE_AXIS_KEYS = {"rows": {"label", "overrides", "add", "sweep"}, "groups": {"label", "overrides", "add"}}
-KEYS = {"title", "source", "numbers", "shared", "rows", "groups", "metrics", "scale", "note", "x", "sweep_select",
-        "select_by", "spread", "correlation", "series", "pairwise", "paper", "challenge"}
 
 
 @dataclass(frozen=True)
@@ -274,32 +254,27 @@ class TableSpec:
         return out
 
 
-def _aggregate(node: Any, where: str) -> tuple[str, ...]:
+def _aggregate(node: dict | None, where: str) -> tuple[str, ...]:
     if node is None:
         return ()
-    if (not isinstance(node, dict) or set(node) != {"mean_of"} or isinstance(node["mean_of"], (str, dict))
-            or len(node["mean_of"] or ()) < 1):
-        raise ConfigError(f"{where}.aggregate: {{{' | '.join(AGGREGATES)}: [groups]}}, got {node!r}")
-    return tuple(str(g) for g in node["mean_of"])
+    if not node["mean_of"]:
+        raise ConfigError(f"{where}.aggregate.mean_of: name at least one group")
+    return tuple(node["mean_of"])
 
 
-def _axes(node: Any, where: str, keys: set[str] = AXIS_KEYS) -> tuple[Axis, ...]:
-    if not isinstance(node, dict) or not node:
+def _axes(node: dict[str, dict], where: str) -> tuple[Axis, ...]:
+    if not node:
         raise ConfigError(f"{where}: must map keys to {{label, overrides}}, got {node!r}")
     out = []
     for key, spec in node.items():
-        spec = spec or {}
-        if not isinstance(spec, dict) or set(spec) - keys:
-            raise ConfigError(f"{where}.{key}: keys are {', '.join(sorted(keys))}, got {spec!r}")
-        sweep = _sweep(spec.get("sweep"), f"{where}.{key}.sweep")
-        missing = spec.get("missing")
-        metrics = tuple((str(k), str(v)) for k, v in (spec.get("metrics") or {}).items())
         aggregate = _aggregate(spec.get("aggregate"), f"{where}.{key}")
-        if aggregate and set(spec) - {"label", "aggregate"}:
+        others = [k for k, v in spec.items() if k not in ("label", "aggregate") and v not in (None, [], {})]
+        if aggregate and others:
             raise ConfigError(f"{where}.{key}: an aggregate group is computed from other groups' cells, so it has "
-                              f"only a label (got {sorted(set(spec) - {'label', 'aggregate'})})")
-        out.append(Axis(str(key), str(spec.get("label", key)), override_list(spec.get("overrides"), f"{where}.{key}"),
-                        sweep, None if missing is None else str(missing), metrics, aggregate))
+                              f"only a label (got {sorted(others)})")
+        out.append(Axis(key, key if spec["label"] is None else spec["label"],
+                        override_list(spec["overrides"], f"{where}.{key}"), _sweep(spec["sweep"], f"{where}.{key}.sweep"),
+                        spec["missing"], tuple(spec["metrics"].items()), aggregate))
     return tuple(out)
 
 
@@ -314,87 +289,74 @@ def _check_aggregates(groups: tuple[Axis, ...], where: str) -> None:
                                   f"{', '.join(k for k, a in by_key.items() if not a.aggregate)})")
 
 
-def _check_scales(scales: dict[str, dict[str, Any]], rows: tuple[Axis, ...], groups: tuple[Axis, ...],
-                  where: str) -> None:
-    """What a scale changes for a row or a group: known keys, known axes, a well-formed sweep."""
+def _scales(scales: dict[str, dict[str, Any]], rows: tuple[Axis, ...], groups: tuple[Axis, ...],
+            where: str) -> dict[str, dict[str, Any]]:
+    """What each scale changes, its rows' and groups' entries as the keys the file sets: for known
+    axes, with a well-formed sweep."""
     names = {"rows": {r.key for r in rows}, "groups": {g.key for g in groups}}
+    out = {}
     for scale, at in scales.items():
-        for kind, keys in SCALE_AXIS_KEYS.items():
-            for key, entry in (at.get(kind) or {}).items():
+        out[scale] = {**at, **{kind: {key: set_keys(entry) for key, entry in at[kind].items()} for kind in names}}
+        for kind in names:
+            for key, entry in out[scale][kind].items():
                 here = f"{where}.scale.{scale}.{kind}.{key}"
                 if key not in names[kind]:
                     raise ConfigError(f"{here}: {key!r} is not one of the table's {kind} "
                                       f"({', '.join(sorted(names[kind]))})")
-                if not isinstance(entry or {}, dict) or set(entry or {}) - keys:
-                    raise ConfigError(f"{here}: keys are {', '.join(sorted(keys))}, got {entry!r}")
-                if "sweep" in (entry or {}):
+                if "sweep" in entry:
                     _sweep(entry["sweep"] or {}, f"{here}.sweep")
+    return out
 
 
-def _x_axis(node: Any, where: str) -> XAxis | None:
+def _x_axis(node: dict | None) -> XAxis | None:
     if node is None:
         return None
-    if not isinstance(node, dict) or not node.get("param") or not node.get("values"):
-        raise ConfigError(f"{where}.x: needs {{param, values, label, names}}, got {node!r}")
     values = tuple(node["values"])
-    names = tuple(str(n) for n in node.get("names") or [show(v) for v in values])
+    names = tuple(node["names"] or [show(v) for v in values])
     if len(names) != len(values):
-        raise ConfigError(f"{where}.x: {len(names)} names for {len(values)} values")
-    return XAxis(str(node["param"]), str(node.get("label", node["param"])), values, names)
+        raise ConfigError(f"x: {len(names)} names for {len(values)} values")
+    return XAxis(node["param"], node["label"] or node["param"], values, names)
 
 
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
-    """A table file, checked for its shape (names are checked by ``checks.validate``); its id is its
-    path under ``root`` without the suffix (``hichunk/table3``)."""
+    """A table file, checked for its shape (:mod:`harness.report.tables.schema`) and what a shape
+    cannot say (names are checked by ``checks.validate``); its id is its path under ``root``
+    without the suffix (``hichunk/table3``)."""
     table_id = path.relative_to(root).with_suffix("").as_posix()
-    raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     where = f"table {table_id}"
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: not a mapping")
-    unknown = set(raw) - KEYS
-    missing = {"title", "source", "numbers", "rows", "groups", "metrics"} - set(raw)
-    if unknown or missing:
-        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
-    metrics = tuple(Metric(str(k), str(v["metric"]), str(v.get("label", k)), float(v.get("factor", 1.0)),
-                           int(v.get("digits", 4)))
+    raw = read(path, where)
+    metrics = tuple(Metric(k, v["metric"], k if v["label"] is None else v["label"], v["factor"], v["digits"])
                     for k, v in raw["metrics"].items())
-    scales = {k: v or {} for k, v in (raw.get("scale") or {}).items()}
-    if set(scales) - set(SCALES):
-        raise ConfigError(f"{where}.scale: scales are {', '.join(SCALES)}, got {sorted(scales)}")
-    select = str(raw.get("sweep_select", "mean"))
-    select_by = override_list(raw.get("select_by"), f"{where}.select_by")
+    select, select_by = raw["sweep_select"], tuple(raw["select_by"])
     if select_by and select != "best_group":
         raise ConfigError(f"{where}.select_by: only with sweep_select: best_group")
-    if select not in SWEEP_SELECT:
-        raise ConfigError(f"{where}.sweep_select: {' | '.join(SWEEP_SELECT)}, got {select!r}")
-    spread = str(raw.get("spread", "ci"))
-    if spread not in ("ci", "std"):
-        raise ConfigError(f"{where}.spread: ci | std, got {spread!r}")
-    layout = {str(k) for k in raw["metrics"]}
+    layout = set(raw["metrics"])
     for kind in ("rows", "groups"):
         for key, axis in raw[kind].items():
-            unknown_keys = set((axis or {}).get("metrics") or {}) - layout
+            unknown_keys = set(axis["metrics"]) - layout
             if unknown_keys:
                 raise ConfigError(f"{where}.{kind}.{key}.metrics: {sorted(unknown_keys)} are not layout metrics "
                                   f"({sorted(layout)})")
-    rows, series = _axes(raw["rows"], f"{where}.rows"), parse_series(raw.get("series"), where)
-    groups = _axes(raw["groups"], f"{where}.groups", GROUP_KEYS)
+    rows, series = _axes(raw["rows"], f"{where}.rows"), parse_series(raw["series"], where)
+    groups = _axes(raw["groups"], f"{where}.groups")
     _check_aggregates(groups, where)
-    _check_scales(scales, rows, groups, where)
-    swept = [r for r in rows if r.sweep or any(((at.get("rows") or {}).get(r.key) or {}).get("sweep")
-                                                 for at in scales.values())]
-    if series and (raw.get("x") is not None or swept):
+    scales = _scales(raw["scale"], rows, groups, where)
+    swept = [r for r in rows if r.sweep or any("sweep" in at["rows"].get(r.key, {}) for at in scales.values())]
+    if series and (raw["x"] is not None or swept):
         raise ConfigError(f"{where}.series: a panel plots one run, so no x axis and no swept row")
-    if any(g.aggregate for g in groups) and (series or raw.get("pairwise") is not None):
+    if any(g.aggregate for g in groups) and (series or raw["pairwise"] is not None):
         raise ConfigError(f"{where}: an aggregate group has no run, so no series or pairwise in its table")
-    return TableSpec(table_id, str(raw["title"]), str(raw["source"]), REPO / raw["numbers"], str(raw.get("note", "")),
-                     override_list(raw.get("shared"), f"{where}.shared"), rows,
-                     groups, metrics, scales, _x_axis(raw.get("x"), where),
-                     select, select_by, spread, parse_correlation(raw.get("correlation"), layout, where), series,
-                     parse_pairwise(raw.get("pairwise"), rows, scales, where),
-                     parse_paper(raw.get("paper"), {r.key for r in rows}, {str(g) for g in raw["groups"]}, where),
-                     parse_challenge(raw.get("challenge"), tuple(r.key for r in rows), layout,
-                                     None if raw.get("x") is None else str(raw["x"].get("param")), where))
+    try:
+        x = _x_axis(raw["x"])
+    except ConfigError as e:
+        raise ConfigError(f"{where}.{e}") from None
+    return TableSpec(table_id, raw["title"], raw["source"], REPO / raw["numbers"], raw["note"],
+                     override_list(raw["shared"], f"{where}.shared"), rows, groups, metrics, scales, x,
+                     select, select_by, raw["spread"], parse_correlation(raw["correlation"], layout, where), series,
+                     parse_pairwise(raw["pairwise"], rows, scales, where),
+                     parse_paper(raw["paper"], {r.key for r in rows}, set(raw["groups"]), where),
+                     parse_challenge(raw["challenge"], tuple(r.key for r in rows), layout,
+                                     None if x is None else x.param, where))
 
 
 def all_specs() -> list[TableSpec]:

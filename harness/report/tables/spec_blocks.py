@@ -224,7 +224,7 @@ CHALLENGE_KEYS = {"skip", "rows", "by", "drop", "add", "sweep", "lower"}
 
 @dataclass(frozen=True)
 class Challenge:
-    """How a challenger chunker joins the table (``python -m harness.cli challenge``).
+    """How a challenger chunker joins the table (``chunkbench challenge``).
 
     The baseline ``rows`` (globs over row keys) fall into families by the values of the overrides
     ``by`` names (one per retriever, say); each family gets one challenger row: the family's first
