@@ -106,6 +106,9 @@ def entry() -> None:
     """The app as a command: a misspelt key or choice and Ctrl-C end it in one line (a rerun
     resumes from the stage cache)."""
     argv = sys.argv[1:]
+    from harness.secrets import mask_streams, secret_values
+
+    mask_streams(secret_values(overrides=argv))  # Hydra prints a failed job's overrides, keys and all
     if not {"-h", "--help", *OTHER_CONFIG}.intersection(a.split("=", 1)[0] for a in argv):
         from harness.registry import check_overrides
 

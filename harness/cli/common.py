@@ -24,6 +24,8 @@ def tracking_uri(args: argparse.Namespace, cfg, extra: list[str] | None = None) 
     uri = args.uri or cfg.tracking.uri
     if not uri:
         raise ConfigError("the config records no runs (tracking.uri is null): give --uri")
+    if uri.startswith(("http://", "https://")):
+        preflight_store(uri)  # a server that does not answer: one line in seconds, not MLflow's minutes of retries
     return uri
 
 

@@ -17,6 +17,7 @@ built: a sweep objective the run's metrics do not record (:func:`check_objective
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -33,8 +34,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from harness.secrets import mask_text
 from harness.types import ConfigError
 
+SCALES = ("smoke", "full")   # the scales a table file describes (harness.report.tables.schema.Scale)
 SLURM_LAUNCHER = "SlurmLauncher"  # the tail of hydra-submitit-launcher's `_target_`
 
 
@@ -103,17 +106,37 @@ def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
     if not uri.startswith(("http://", "https://")):
         check_local_store(uri)
         return
+    request = health_request(uri)
     try:
-        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as r:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             if r.status == 200:
                 return
             reason = f"HTTP {r.status}"
     except urllib.error.HTTPError as e:
-        reason = f"HTTP {e.code}"
-    except (urllib.error.URLError, OSError) as e:
+        reason = f"HTTP {e.code}" + (" (the server wants a user and password: MLFLOW_TRACKING_USERNAME and "
+                                      "MLFLOW_TRACKING_PASSWORD, or http://user:password@host)"
+                                      if e.code == 401 else "")
+    except (urllib.error.URLError, OSError, ValueError) as e:
         reason = str(getattr(e, "reason", e))
-    raise ConfigError(f"tracking.uri={uri}: no MLflow server answers ({reason}); start one with "
+    raise ConfigError(f"tracking.uri={mask_text(uri, ())}: no MLflow server answers ({reason}); start one with "
                       f"`make mlflow-server` or fix the address")
+
+
+def health_request(uri: str) -> urllib.request.Request:
+    """The request for the server's ``/health``, with Basic auth as MLflow's client sends it: the
+    URI's ``user:password@`` (taken out of the address), else MLFLOW_TRACKING_USERNAME and
+    MLFLOW_TRACKING_PASSWORD."""
+    parts = urllib.parse.urlsplit(uri)
+    user, password = parts.username, parts.password
+    if user is None:
+        user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
+    host = parts.netloc.rpartition("@")[2]
+    url = urllib.parse.urlunsplit((parts.scheme, host, f"{parts.path.rstrip('/')}/health", "", ""))
+    request = urllib.request.Request(url)
+    if user is not None:
+        token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password or '')}"
+        request.add_header("Authorization", "Basic " + base64.b64encode(token.encode()).decode())
+    return request
 
 
 def slurm_partitions() -> list[str]:
@@ -226,6 +249,8 @@ def gpus_visible() -> int:
 def check_job(cfg: DictConfig, launcher: Any = None) -> None:
     """A job that asks for a GPU and has none fails at start; ``launcher`` is the job's
     ``hydra.launcher`` node (None outside Hydra)."""
+    if cfg.get("scale") not in SCALES:  # a table's cells are read by it: any other value matches no table
+        raise ConfigError(f"scale must be one of {', '.join(SCALES)}, got {cfg.get('scale')!r}")
     asked = []
     for field in ("gpus_per_task", "gpus_per_node"):
         if launcher is not None and (launcher.get(field) or 0) > 0:
