@@ -13,7 +13,7 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from harness.types import ConfigError, DataError  # noqa: E402
+from harness.types import ConfigError, DataError, ServiceError  # noqa: E402
 
 
 # An absolute path: Hydra reads a relative one against the calling module, which `chunkbench run`
@@ -55,7 +55,7 @@ def main(cfg: DictConfig) -> float | dict | None:
         pipeline = Pipeline(cfg)  # builds and validates every component before any work
         check_objective(cfg.objective, pipeline.c.metrics, hydra_cfg.overrides.task)
         result = pipeline.run()
-    except (ConfigError, DataError) as e:
+    except (ConfigError, DataError, ServiceError) as e:  # ServiceError: a model server failed, named in one line
         print(f"chunkbench: error: {e}", file=sys.stderr)
         sys.exit(2)
     from harness.pipeline.naming import run_name

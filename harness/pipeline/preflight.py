@@ -199,21 +199,29 @@ def served_models(resolved: dict[str, Any]) -> dict[str, tuple[str, str | None]]
     return found
 
 
+def server_problem(base_url: str, api_key: str, timeout: float) -> str | None:
+    """Why no OpenAI-compatible server answers ``GET base_url/models``; None when one does (any
+    HTTP answer, an authentication error included, shows a server is there)."""
+    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return None
+    except urllib.error.HTTPError:
+        return None  # a server answered
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return str(getattr(e, "reason", e))
+
+
 def check_llm_servers(resolved: dict[str, Any], timeout: float = 5.0) -> None:
-    """Every OpenAI-compatible server a stage's model is served by answers ``GET base_url/models``
-    (any HTTP answer, an authentication error included, shows a server is there)."""
+    """Every OpenAI-compatible server a stage's model is served by answers (:func:`server_problem`)."""
     for base_url, (where, api_key) in served_models(resolved).items():
         key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {key}"})
-        try:
-            with urllib.request.urlopen(request, timeout=timeout):
-                continue
-        except urllib.error.HTTPError:
-            continue  # a server answered
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            reason = str(getattr(e, "reason", e))
-        raise ConfigError(f"{where}.base_url={base_url}: no OpenAI-compatible server answers ({reason}); start "
-                          f"it (e.g. `vllm serve MODEL --port PORT`) or fix llm.base_url, or use llm=transformers")
+        if urllib.parse.urlsplit(base_url).scheme not in ("http", "https") or "://" not in base_url:
+            raise ConfigError(f"{where}.base_url={base_url}: not an http(s) URL; give the server's address "
+                              f"in llm.base_url, e.g. http://127.0.0.1:8000/v1")
+        if reason := server_problem(base_url, key, timeout):
+            raise ConfigError(f"{where}.base_url={base_url}: no OpenAI-compatible server answers ({reason}); start "
+                              f"it (e.g. `vllm serve MODEL --port PORT`) or fix llm.base_url, or use llm=transformers")
 
 
 def check_objective(objective: str, metrics: Any, overrides: Sequence[str] = ()) -> None:
@@ -280,4 +288,8 @@ class Preflight(Callback):
             check_submission(config)
         except (ConfigError, OmegaConfBaseException) as e:  # an unset ${oc.env:...} of a profile, too
             print(f"chunkbench: error: {e}".splitlines()[0], file=sys.stderr)
+            sys.exit(2)
+        except Exception as e:  # Hydra would make it a warning and run with no preflight at all
+            print(f"chunkbench: error: the preflight check failed: {type(e).__name__}: {e}".splitlines()[0],
+                  file=sys.stderr)
             sys.exit(2)
