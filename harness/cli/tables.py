@@ -51,8 +51,8 @@ def run(args: argparse.Namespace, cfg) -> None:
         return explain(specs, args, extra)
     if args.action == "plan":
         return plan(specs, args, extra)
-    if args.action in ("validate", "reproduce"):
-        check_tables(specs, args.scale, extra)
+    if args.action in ("validate", "run", "reproduce"):  # `run` too: a point that records no metric the
+        check_tables(specs, args.scale, extra)  # table needs would run for nothing; checking composes, builds no model
     if args.action in ("run", "reproduce"):
         from harness.report.tables import submit
 
