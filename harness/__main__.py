@@ -102,6 +102,24 @@ def overrides(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def check_output_dirs(given: Sequence[str]) -> None:
+    """``hydra.run.dir``/``hydra.sweep.dir`` given on the command line must be a folder that can
+    be made and written: Hydra makes it before the task runs, and reports its own traceback
+    (then exits, so it cannot be caught around ``main()``). The part before any ``${...}``
+    (``${now:...}``) is what is checked; nothing is made."""
+    from harness.pipeline.preflight import folder_takes_files
+
+    for o in given:
+        key, eq, value = o.partition("=")
+        if eq and key.lstrip("+") in ("hydra.run.dir", "hydra.sweep.dir") and value.strip():
+            fixed = value.split("${", 1)[0]
+            try:
+                folder_takes_files(Path(fixed or "."))
+            except OSError as e:
+                raise ConfigError(f"{key.lstrip('+')}={value} cannot be made or written ({e.strerror or e}): give "
+                                  f"a folder this user can write") from None
+
+
 def entry() -> None:
     """The app as a command: a misspelt key or choice and Ctrl-C end it in one line (a rerun
     resumes from the stage cache)."""
@@ -118,7 +136,11 @@ def entry() -> None:
             print(f"chunkbench: error: {e}", file=sys.stderr)
             sys.exit(2)
     try:
+        check_output_dirs(overrides(argv))
         main()
+    except ConfigError as e:
+        print(f"chunkbench: error: {e}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         sys.exit(130)

@@ -67,24 +67,35 @@ DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
 SERVER_SCHEMES = ("http", "https", "databricks")
 
 
-def check_local_store(uri: str) -> None:
-    """A tracking URI that is no store MLflow 3 opens, or a SQLite file that cannot be created or
-    written, is refused before any stage runs (not after all of them)."""
+def store_scheme(uri: str, name: str = "tracking.uri") -> str:
+    """The scheme of a tracking URI MLflow 3 opens (``sqlite``, ``http``...); any other, or a file
+    store, is refused in one line naming ``name`` (the config key or the option) and the schemes."""
     scheme = urllib.parse.urlsplit(uri).scheme.split("+")[0].lower() if "://" in uri or ":" in uri else ""
     if scheme in ("", "file") or len(scheme) == 1:  # a bare path (or a Windows drive letter): a file store
         if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() == "true":
-            return
-        raise ConfigError(f"tracking.uri={uri}: a file store, which MLflow 3 refuses; use a SQLite store "
+            return "file"
+        raise ConfigError(f"{name}={uri}: a file store, which MLflow 3 refuses; use a SQLite store "
                           f"(tracking.uri=sqlite:///mlruns.db, the default) or a server (http://host:5000)")
     if scheme not in DATABASE_SCHEMES + SERVER_SCHEMES:
-        raise ConfigError(f"tracking.uri={uri}: not a tracking store MLflow opens (scheme {scheme!r}); use "
-                          f"sqlite:///PATH.db (the default: sqlite:///mlruns.db), http(s)://HOST:PORT, or a database URL")
-    if scheme != "sqlite":
-        return
-    if not uri.startswith("sqlite:///") or uri in ("sqlite:///", "sqlite:///:memory:"):
-        raise ConfigError(f"tracking.uri={uri}: a SQLite store is a file, sqlite:///relative/path.db or "
+        raise ConfigError(f"{name}={uri}: not a tracking store MLflow opens (scheme {scheme!r}); use "
+                          f"sqlite:///PATH.db (the default: sqlite:///mlruns.db), http(s)://HOST:PORT, or a database "
+                          f"URL ({', '.join(DATABASE_SCHEMES[1:])})")
+    if scheme == "sqlite" and (not uri.startswith("sqlite:///") or uri in ("sqlite:///", "sqlite:///:memory:")):
+        raise ConfigError(f"{name}={uri}: a SQLite store is a file, sqlite:///relative/path.db or "
                           f"sqlite:////absolute/path.db (the default: sqlite:///mlruns.db)")
-    db = Path(uri[len("sqlite:///"):].split("?", 1)[0])
+    return scheme
+
+
+def sqlite_file(uri: str) -> Path:
+    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
+
+
+def check_local_store(uri: str) -> None:
+    """A tracking URI that is no store MLflow 3 opens, or a SQLite file that cannot be created or
+    written, is refused before any stage runs (not after all of them)."""
+    if store_scheme(uri) != "sqlite":
+        return
+    db = sqlite_file(uri)
     try:
         if db.is_dir():
             raise IsADirectoryError(21, "Is a directory", str(db))
@@ -95,6 +106,21 @@ def check_local_store(uri: str) -> None:
     except OSError as e:
         raise ConfigError(f"tracking.uri={uri}: the store {db} cannot be written ({e.strerror or e}); point "
                           f"tracking.uri at a file in a folder this user can write, or tracking=none") from None
+
+
+def check_record(uri: str, name: str = "tracking.uri") -> None:
+    """The store a verb only reads (table, compare, judge, tables render): a server must answer,
+    a local SQLite file must exist; MLflow would create an empty store at a typo'd path."""
+    if uri.startswith(("http://", "https://")):
+        check_tracking(uri)
+        return
+    if store_scheme(uri, name) != "sqlite":
+        return
+    db = sqlite_file(uri)
+    if not db.is_file():
+        why = "a folder" if db.is_dir() else "no such file"
+        raise ConfigError(f"{name}={uri}: no store at {db.absolute()} ({why}); give the store the runs were "
+                          f"recorded in (make runs with `chunkbench run`)")
 
 
 def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
