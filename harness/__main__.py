@@ -13,7 +13,7 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from harness.types import ConfigError, DataError  # noqa: E402
+from harness.types import ConfigError, DataError, ServiceError  # noqa: E402
 
 
 # An absolute path: Hydra reads a relative one against the calling module, which `chunkbench run`
@@ -55,7 +55,7 @@ def main(cfg: DictConfig) -> float | dict | None:
         pipeline = Pipeline(cfg)  # builds and validates every component before any work
         check_objective(cfg.objective, pipeline.c.metrics, hydra_cfg.overrides.task)
         result = pipeline.run()
-    except (ConfigError, DataError) as e:
+    except (ConfigError, DataError, ServiceError) as e:  # ServiceError: a model server failed, named in one line
         print(f"chunkbench: error: {e}", file=sys.stderr)
         sys.exit(2)
     from harness.pipeline.naming import run_name
@@ -102,10 +102,31 @@ def overrides(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def check_output_dirs(given: Sequence[str]) -> None:
+    """``hydra.run.dir``/``hydra.sweep.dir`` given on the command line must be a folder that can
+    be made and written: Hydra makes it before the task runs, and reports its own traceback
+    (then exits, so it cannot be caught around ``main()``). The part before any ``${...}``
+    (``${now:...}``) is what is checked; nothing is made."""
+    from harness.pipeline.preflight import folder_takes_files
+
+    for o in given:
+        key, eq, value = o.partition("=")
+        if eq and key.lstrip("+") in ("hydra.run.dir", "hydra.sweep.dir") and value.strip():
+            fixed = value.split("${", 1)[0]
+            try:
+                folder_takes_files(Path(fixed or "."))
+            except OSError as e:
+                raise ConfigError(f"{key.lstrip('+')}={value} cannot be made or written ({e.strerror or e}): give "
+                                  f"a folder this user can write") from None
+
+
 def entry() -> None:
     """The app as a command: a misspelt key or choice and Ctrl-C end it in one line (a rerun
     resumes from the stage cache)."""
     argv = sys.argv[1:]
+    from harness.secrets import mask_streams, secret_values
+
+    mask_streams(secret_values(overrides=argv))  # Hydra prints a failed job's overrides, keys and all
     if not {"-h", "--help", *OTHER_CONFIG}.intersection(a.split("=", 1)[0] for a in argv):
         from harness.registry import check_overrides
 
@@ -115,7 +136,11 @@ def entry() -> None:
             print(f"chunkbench: error: {e}", file=sys.stderr)
             sys.exit(2)
     try:
+        check_output_dirs(overrides(argv))
         main()
+    except ConfigError as e:
+        print(f"chunkbench: error: {e}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         sys.exit(130)

@@ -7,10 +7,19 @@ place, so a reader (another process of a sweep, possibly on a shared filesystem)
 sees either nothing or a whole entry; two writers of one key write the same bytes,
 so the last rename wins harmlessly. A killed run leaves at most a stray temp file.
 
-Each entry starts with :data:`MAGIC` and the sha256 of its payload. An entry whose payload does
-not match (truncated, overwritten, damaged on disk) is reported in one warning line naming the
-key and the file, removed, and recomputed as a miss; an entry written before checksums (no
-header) is a plain miss, recomputed once.
+Each entry starts with :data:`MAGIC`, the sha256 of its namespace and key, and the sha256 of its
+payload. An entry whose payload does not match (truncated, overwritten, damaged on disk) or that
+was written under another key (entries swapped or copied between keys: each is whole, so the
+payload's checksum alone passes) is reported in one warning line naming the key and the file,
+removed, and recomputed as a miss. An entry of the previous format (:data:`MAGIC_V1`: no key
+digest) is still read, its payload checked; one written before checksums (no header) is a plain
+miss, recomputed once.
+
+What the cache cannot fix by recomputing ends the run in one line (:class:`ConfigError`) naming
+the path: an entry path that is a folder or that this user may not read (removing another user's
+file or a folder in a shared cache is not the cache's to do, and recomputing it every run would
+hide the problem), a lock folder that is a file, and a write that fails (a full disk under
+``cache.dir``: the entry's temp file is removed, the entries stored before stay whole).
 
 Concurrent jobs of a sweep that need the same entry do not both compute it: :meth:`Cache.lock`
 is an exclusive ``flock`` on a per-key lock file under ``<dir>/.locks``; the runner takes it
@@ -44,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from harness.secrets import is_secret_name
+from harness.types import ConfigError
 
 
 def canonical_json(obj: Any) -> str:
@@ -58,8 +68,35 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-MAGIC = b"chunkbench-cache-1\n"  # then the payload's sha256 (32 bytes), then the payload
+MAGIC = b"chunkbench-cache-2\n"  # then key_digest (32 bytes), the payload's sha256 (32 bytes), the payload
+MAGIC_V1 = b"chunkbench-cache-1\n"  # then the payload's sha256, then the payload: still read
 DIGEST_BYTES = 32
+
+
+def key_digest(namespace: str, key: str) -> bytes:
+    """What an entry carries of the key it was written under."""
+    return hashlib.sha256(f"{namespace}/{key}".encode()).digest()
+
+
+def entry_problem(data: bytes, expected_key: bytes) -> tuple[bytes | None, str | None]:
+    """(payload, None) for a whole entry written under ``expected_key``; else (None, the problem),
+    the problem None for an entry written before checksums (nothing to report)."""
+    if data.startswith(MAGIC):
+        owner, data = data[len(MAGIC):len(MAGIC) + DIGEST_BYTES], data[len(MAGIC) + DIGEST_BYTES:]
+        if len(owner) < DIGEST_BYTES:
+            return None, "truncated"
+    elif data.startswith(MAGIC_V1):  # no key to check: a cache written by the previous version stays usable
+        owner, data = expected_key, data[len(MAGIC_V1):]
+    else:
+        return None, None
+    if len(data) < DIGEST_BYTES:
+        return None, "truncated"
+    digest, payload = data[:DIGEST_BYTES], data[DIGEST_BYTES:]
+    if hashlib.sha256(payload).digest() != digest:
+        return None, "its checksum does not match (truncated or overwritten)"
+    if owner != expected_key:
+        return None, "written under another key: swapped or copied"
+    return payload, None
 CACHE_TARGET = "harness.cache.open_cache"  # the `_target_` of the top-level `cache:` config node
 _OPEN: dict[Path, "Cache"] = {}
 
@@ -106,17 +143,32 @@ class Cache:
     def _path(self, namespace: str, key: str) -> Path:
         return self.dir / namespace / key[:2] / key
 
-    def _write(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    def _write(self, namespace: str, key: str, data: bytes) -> None:
+        path = self._path(namespace, key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        except OSError as e:
+            raise self._unwritable(path, e) from None
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + hashlib.sha256(data).digest())
+                f.write(MAGIC + key_digest(namespace, key) + hashlib.sha256(data).digest())
                 f.write(data)
             os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+        except BaseException as e:
+            Path(tmp).unlink(missing_ok=True)  # the half-written entry; those stored before stay whole
+            if isinstance(e, OSError):
+                raise self._unwritable(path, e) from None
             raise
+
+    def _unwritable(self, path: Path, e: OSError) -> ConfigError:
+        """A write the cache cannot recover from (full disk, read-only or foreign folder, a folder
+        where the entry goes): the run stops in one line rather than with a traceback."""
+        if path.is_dir():
+            return ConfigError(f"cache entry {path} is a folder, not a file: remove it (cache.dir={self.dir})")
+        return ConfigError(f"cannot write the cache entry {path} under cache.dir={self.dir} "
+                           f"({e.strerror or e}): free space or fix permissions there, or point cache.dir elsewhere; "
+                           f"the entries stored before are intact")
 
     def _read(self, namespace: str, key: str) -> bytes | None:
         """The entry's bytes, or None; counts a hit or a miss for ``namespace``."""
@@ -125,7 +177,12 @@ class Cache:
             data = path.read_bytes()
         except FileNotFoundError:
             data = None
-        payload = None if data is None else self._checked(path, data)
+        except IsADirectoryError:
+            raise ConfigError(f"cache entry {path} is a folder, not a file: remove it (cache.dir={self.dir})") from None
+        except OSError as e:  # another user's entry in a shared cache: not ours to remove or overwrite
+            raise ConfigError(f"cache entry {path} cannot be read ({e.strerror or e}): fix its permissions "
+                              f"or point cache.dir elsewhere") from None
+        payload = None if data is None else self._checked(path, data, key_digest(namespace, key))
         if payload is None:
             self.misses[namespace] += 1
             return None
@@ -133,18 +190,13 @@ class Cache:
         return payload
 
     @staticmethod
-    def _checked(path: Path, data: bytes) -> bytes | None:
-        """The payload of a whole entry; None (the entry removed, a damaged one reported) otherwise."""
-        if not data.startswith(MAGIC):
-            problem = None  # written before entries carried a checksum: recomputed, nothing to report
-        elif len(data) < len(MAGIC) + DIGEST_BYTES:
-            problem = "truncated"
-        else:
-            digest, payload = data[len(MAGIC):len(MAGIC) + DIGEST_BYTES], data[len(MAGIC) + DIGEST_BYTES:]
-            if hashlib.sha256(payload).digest() == digest:
-                return payload
-            problem = "its checksum does not match (truncated or overwritten)"
-        if problem:
+    def _checked(path: Path, data: bytes, expected_key: bytes) -> bytes | None:
+        """The payload of a whole entry of this key; None (the entry removed, a damaged one
+        reported) otherwise."""
+        payload, problem = entry_problem(data, expected_key)
+        if payload is not None:
+            return payload
+        if problem:  # none: written before entries carried a checksum, recomputed without a word
             print(f"chunkbench: warning: cache entry {path.parent.parent.name}/{path.name} is damaged ({problem}): "
                   f"removed and recomputed ({path})", file=sys.stderr, flush=True)
         path.unlink(missing_ok=True)
@@ -164,8 +216,13 @@ class Cache:
         """Hold the key's exclusive lock: another process that asks for it waits until this one
         has stored the entry (or died)."""
         path = self.dir / ".locks" / namespace / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as fh:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(path, "a")
+        except OSError as e:  # a file where the lock folder goes is the user's: not removed
+            raise ConfigError(f"cannot take the cache lock {path} ({e.strerror or e}): {self.dir / '.locks'} "
+                              f"and the folders under it must be folders this user can write") from None
+        with fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
@@ -173,7 +230,7 @@ class Cache:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     def put(self, namespace: str, key: str, value: Any) -> None:
-        self._write(self._path(namespace, key), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        self._write(namespace, key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
     def get_timed(self, namespace: str, key: str) -> Any | None:
         """A :class:`Timed` entry's value (its seconds added to ``reused_seconds``); an entry
@@ -193,7 +250,7 @@ class Cache:
         return None if data is None else np.frombuffer(data, dtype=np.float32)
 
     def put_array(self, namespace: str, key: str, value: np.ndarray) -> None:
-        self._write(self._path(namespace, key), np.ascontiguousarray(value, dtype=np.float32).tobytes())
+        self._write(namespace, key, np.ascontiguousarray(value, dtype=np.float32).tobytes())
 
     def counts(self, since: dict[str, dict[str, int]] | None = None) -> dict[str, dict[str, int]]:
         """Hits and misses per namespace (those after the ``since`` snapshot: one run's, when

@@ -89,6 +89,14 @@ def check_overrides(overrides: Sequence[str]) -> None:
         raise ConfigError(_choice_hint(str(e)) or str(e).splitlines()[0]) from None
     except ConfigCompositionException as e:
         raise ConfigError(_key_hint(str(e), single) or str(e).splitlines()[0]) from None
+    added = [o for o in parsed if o.is_add() and o.key_or_group.split(".")[0] not in _groups()]
+    if added:  # `+foo=1`: a new top-level key, which no component reads
+        known = compose([line for line in single if not line.startswith("+")])
+        for o in added:
+            top = o.key_or_group.split(".")[0]
+            if top not in known and top != "hydra":
+                raise ConfigError(f"+{o.key_or_group}: adds a top-level key that nothing reads"
+                                  f"{_nearest(top, [*known.keys(), *_groups()])}")
 
 
 def _nearest(word: str, candidates) -> str:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -132,6 +133,41 @@ def mask_logs(values: Iterable[str]) -> None:
 
         logging.setLogRecordFactory(masked)
     _LOGGED.update(values)
+
+
+class MaskedStream:
+    """A text stream that writes ``***`` for every secret value and URL password: what Hydra
+    prints of a failed job (``Error executing job with overrides: [... 'llm.api_key=sk-...']``,
+    straight to stderr), a traceback, any line the project prints. Everything else is the
+    stream's own (``isatty``, ``fileno``, ``encoding``: a progress bar or a console still sees a
+    terminal)."""
+
+    def __init__(self, stream: TextIO, values: Iterable[str]):
+        self.stream, self.values = stream, set(values)
+
+    def write(self, text: str) -> int:
+        self.stream.write(mask_text(text, self.values))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def mask_streams(values: Iterable[str]) -> None:
+    """``sys.stdout`` and ``sys.stderr`` masked of ``values`` and of URL passwords from now on
+    (:class:`MaskedStream`), and the log records too (:func:`mask_logs`)."""
+    values = set(values)
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, MaskedStream):
+            stream.values |= values
+        elif stream is not None:
+            setattr(sys, name, MaskedStream(stream, values))
+    mask_logs(values)
 
 
 class MaskSecrets(Callback):

@@ -24,6 +24,11 @@ class ConfigError(ValueError):
     """A component was configured with a bad parameter. The message names the parameter."""
 
 
+class ServiceError(RuntimeError):
+    """A model server failed (down, stuck, refusing, answering nonsense): the message is one line
+    naming the server, what it answered and what to do, and the run ends with it."""
+
+
 class ChunkerFailed(RuntimeError):
     """A chunker raised on a document: the message names the chunker, the document and the error,
     so a table's grid records the point as failed and goes on (the documents chunked before it

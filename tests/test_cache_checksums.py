@@ -2,6 +2,10 @@
 naming the key and the file) and recomputed, never used; an entry from before checksums is a
 plain miss. On a real run through the command line too."""
 
+import errno
+import hashlib
+import io
+import os
 import pickle
 import subprocess
 import sys
@@ -9,7 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from harness.cache import MAGIC, Cache
+from harness.cache import MAGIC, MAGIC_V1, Cache
+from harness.types import ConfigError
 from tests.conftest import TINY
 from tests.test_cli import ENV
 
@@ -78,3 +83,73 @@ def test_damaged_entries_of_a_real_run_are_recomputed(tmp_path):
     assert len(warnings) == 2 and any(str(evaluate) in w for w in warnings) and any(str(chunk) in w for w in warnings)
     assert "[evaluate] computed" in again and "[chunk] 3/4 documents from cache" in again
     assert table(again) == table(first)  # the same results as the first run, not the damaged ones
+
+
+OTHER = "cd" * 32
+
+
+def test_entries_swapped_between_keys_are_caught(tmp_path, capsys):
+    c = Cache(tmp_path)
+    c.put("stage", KEY, "the value of KEY")
+    c.put("stage", OTHER, "the value of OTHER")
+    a, b = entry(c), c.dir / "stage" / OTHER[:2] / OTHER
+    data_a, data_b = a.read_bytes(), b.read_bytes()
+    a.write_bytes(data_b), b.write_bytes(data_a)  # each whole: the payload's checksum alone passes
+    assert c.get("stage", KEY) is None and c.get("stage", OTHER) is None and not a.exists()
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all("written under another key" in line for line in err)
+    c.put("stage", KEY, "the value of KEY")  # recomputed
+    assert c.get("stage", KEY) == "the value of KEY"
+
+
+def test_entry_of_the_previous_format_is_still_read(tmp_path, capsys):
+    c = Cache(tmp_path)
+    payload = pickle.dumps("written by version 1")
+    entry(c).parent.mkdir(parents=True)
+    entry(c).write_bytes(MAGIC_V1 + hashlib.sha256(payload).digest() + payload)
+    assert c.get("stage", KEY) == "written by version 1" and capsys.readouterr().err == ""
+    entry(c).write_bytes(MAGIC_V1 + hashlib.sha256(payload).digest() + payload[:-1])
+    assert c.get("stage", KEY) is None and "its checksum does not match" in capsys.readouterr().err
+
+
+def test_entry_path_that_is_a_folder_or_unreadable_is_named(tmp_path, monkeypatch):
+    c = Cache(tmp_path)
+    entry(c).mkdir(parents=True)  # not the cache's to remove
+    with pytest.raises(ConfigError, match=f"cache entry {entry(c)} is a folder, not a file: remove it"):
+        c.get("stage", KEY)
+    with pytest.raises(ConfigError, match=f"cache entry {entry(c)} is a folder"):
+        c.put("stage", KEY, "value")
+    entry(c).rmdir()
+    c.put("stage", KEY, "value")
+
+    def denied(self):  # as chmod 0 by another user (root, who runs the tests here, reads every file)
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+
+    monkeypatch.setattr("harness.cache.Path.read_bytes", denied)
+    with pytest.raises(ConfigError, match=f"cache entry {entry(c)} cannot be read \\(Permission denied\\)"):
+        c.get("stage", KEY)
+
+
+def test_lock_folder_that_is_a_file_is_named(tmp_path):
+    c = Cache(tmp_path)
+    (tmp_path / ".locks").write_text("not a folder")
+    with pytest.raises(ConfigError, match=f"cannot take the cache lock {tmp_path / '.locks'}/stage/{KEY} "):
+        with c.lock("stage", KEY):
+            pass
+    assert (tmp_path / ".locks").read_text() == "not a folder"  # the user's file, left as it was
+
+
+def test_full_disk_names_cache_dir_and_keeps_earlier_entries(tmp_path, monkeypatch):
+    c = Cache(tmp_path)
+    c.put("stage", KEY, "stored before")
+
+    class Full(io.BufferedWriter):
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("harness.cache.os.fdopen", lambda fd, mode: Full(io.FileIO(fd, "w")))
+    with pytest.raises(ConfigError, match=f"under cache.dir={tmp_path} \\(No space left on device\\)"):
+        c.put("stage", OTHER, "never stored")
+    monkeypatch.undo()
+    assert c.get("stage", KEY) == "stored before" and c.get("stage", OTHER) is None
+    assert not list(tmp_path.rglob(".tmp-*"))  # the half-written entry removed

@@ -171,6 +171,7 @@ def test_cli_errors_are_one_line(argv, message, capsys, monkeypatch):
     import harness.report.compare as compare_module
 
     monkeypatch.setattr(compare_module, "per_query", lambda uri, run: {"A": RUN_A, "B": RUN_B}[run])
+    monkeypatch.setattr(judge, "tracking_uri", lambda args, cfg: "sqlite:///runs.db")  # the runs are stand-ins
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
     err = capsys.readouterr().err
@@ -196,6 +197,8 @@ def test_judge_command(monkeypatch, tmp_path, capsys):
         return ScriptedLLM(reply=judge_reply)
 
     monkeypatch.setattr(components, "build_component", build)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mlruns.db").write_bytes(b"")  # the store the runs are read from must exist (they are stand-ins)
     out = tmp_path / "judged.jsonl"
     cli.main(["judge", "A", "B", "--set", "batch_size=3", "--out", str(out), "--cache", str(tmp_path / "cache")])
     assert built == [("llm", "bundled", 3)] and read == ["sqlite:///mlruns.db"] * 2  # tracking.uri of the config

@@ -207,3 +207,45 @@ def test_key_in_the_environment_is_recorded_nowhere(tmp_path, server):
     assert_nowhere(key, tmp_path, printed)
     (run,) = recorded(tmp_path)
     assert run.data.params["llm.api_key"] == "None" and run.data.metrics["n/evidence_recall"] == 3
+
+
+class FailingServer:
+    """An OpenAI-compatible server that answers every request 500."""
+
+    def __init__(self):
+        class Handler(JSONHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self._send(500, {"error": {"message": "the model crashed", "type": "server_error"}})
+
+        self.local = LocalServer(Handler)
+        self.url = self.local.url
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sweep", [False, True])
+def test_a_failing_run_prints_no_key_given_on_the_command_line(tmp_path, sweep):
+    """Hydra prints a failed job's overrides to stderr itself (`Error executing job with overrides`);
+    what reaches the terminal is masked all the same."""
+    s, key = FailingServer(), planted()
+    try:
+        p = subprocess.run([sys.executable, "-m", "harness", *(["-m"] if sweep else []), *TINY,
+                            "dataset.limit_queries=1", "llm=openai", f"llm.base_url={s.url}", "llm.max_retries=0",
+                            "responder=llm", f"llm.api_key={key}", f"cache.dir={tmp_path / 'cache'}",
+                            f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", "hydra.sweep.dir=sweep"],
+                           cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
+    finally:
+        s.local.close()
+    printed = p.stdout + p.stderr
+    assert p.returncode != 0 and "answered 500" in printed
+    assert key not in printed, printed[-2000:]
+    leaks = [str(f) for f in tmp_path.rglob("*") if f.is_file() and key.encode() in f.read_bytes()]
+    assert not leaks, leaks
+
+
+def test_a_tracking_password_is_printed_nowhere(tmp_path):
+    password = planted()
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "table", "--uri", f"http://user:{password}@127.0.0.1:9"],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    printed = p.stdout + p.stderr
+    assert p.returncode == 2 and password not in printed and "user:***@127.0.0.1:9" in printed, printed[-2000:]

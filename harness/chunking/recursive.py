@@ -15,7 +15,10 @@ baseline of the papers (LGMGC ref. [8], Kamradt's LevelsOfTextSplitting tutorial
 - the length function (``unit``) counts each piece on its own, as LangChain's ``length_function``.
 
 LangChain returns text; here a chunk is the span from its first piece to its last, whitespace
-trimmed (LangChain strips merged chunks too; a piece kept whole is trimmed here, not there).
+trimmed (LangChain strips merged chunks too; a piece kept whole is trimmed here, not there). One
+departure: with ``overlap`` 0 the next chunk starts after the last piece of the one before, where
+LangChain starts it at the pieces of length 0 that end it (a combining mark or variation selector
+the tokenizer drops, whitespace): its chunks would share those characters, and these never do.
 
 ``style: chunkbench`` is ChunkBench's earlier splitter: a separator ends the piece before it, a
 piece fits at ``<= size`` units counted on the document's tokenization, ``""`` splits into units,
@@ -114,6 +117,8 @@ class RecursiveChunker(Chunker):
                 while total > overlap or (total + n > size and total > 0):
                     total -= ns[first]
                     first += 1
+                if overlap == 0:  # pieces of length 0 (a combining mark the tokenizer drops) are
+                    first = i     # this chunk's, not the next one's: LangChain would repeat them
             total += n
         if first < stop:
             spans.append((pieces[first][0], pieces[stop - 1][1]))

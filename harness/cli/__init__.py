@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     from hydra.errors import HydraException
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    from harness.secrets import mask_streams, secret_values
+
+    mask_streams(secret_values(overrides=argv))  # --set llm.api_key=..., --uri http://user:password@...
     if argv[:1] == ["run"]:  # Hydra parses its own arguments (-m, --cfg, overrides)
         return run.run(argv[1:])
     args = parser().parse_args(argv)

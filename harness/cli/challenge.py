@@ -61,5 +61,6 @@ def run(args: argparse.Namespace, cfg) -> None:
     out = Path(args.out) if args.out else challenge.CHALLENGES / ch.name
     # the user's data: the challenger beside a standard baseline set (harness.report.challenge.own_data)
     given = Given(args.chunker, tuple(mine), ch.name, sweep, tuple(data), args.with_llm)
-    path = challenge.challenge(given, given.specs(args.tables), args.scale, extra, tracking_uri(args, cfg, extra), out)
+    path = challenge.challenge(given, given.specs(args.tables), args.scale, extra,
+                                tracking_uri(args, cfg, extra, reads_only=False), out)
     print(f"report -> {path}")

@@ -14,9 +14,13 @@ def store_options() -> argparse.ArgumentParser:
     return p
 
 
-def tracking_uri(args: argparse.Namespace, cfg, extra: list[str] | None = None) -> str:
+def tracking_uri(args: argparse.Namespace, cfg, extra: list[str] | None = None, reads_only: bool = True) -> str:
     """``--uri``, else the config's ``tracking.uri``; with ``extra`` (``--set``: a profile such as
-    ``profile=cluster`` sets it) the config composed with them, as the runs were."""
+    ``profile=cluster`` sets it) the config composed with them, as the runs were. Checked before
+    MLflow sees it: a scheme it does not open, a server that does not answer (one line in seconds,
+    not minutes of retries); ``reads_only``: a local store that does not exist (never created)."""
+    from harness.pipeline.preflight import check_record, check_tracking
+
     if extra and not args.uri:
         from harness import registry
 
@@ -24,6 +28,10 @@ def tracking_uri(args: argparse.Namespace, cfg, extra: list[str] | None = None) 
     uri = args.uri or cfg.tracking.uri
     if not uri:
         raise ConfigError("the config records no runs (tracking.uri is null): give --uri")
+    if reads_only:
+        check_record(uri, "--uri" if args.uri else "tracking.uri")
+    else:
+        check_tracking(uri)
     return uri
 
 
@@ -41,12 +49,6 @@ def preflight(extra: list[str]) -> None:
     from harness import registry
 
     check_submission(registry.compose(extra))
-
-
-def preflight_store(uri: str) -> None:
-    from harness.pipeline.preflight import check_tracking
-
-    check_tracking(uri)  # a server that does not answer: one line, not MLflow's retries
 
 
 def verb(sub, name: str, help: str, example: str, parents=(), **kw) -> argparse.ArgumentParser:

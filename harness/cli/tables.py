@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
-from harness.cli.common import preflight, preflight_store, store_options, tracking_uri, verb
+from harness.cli.common import preflight, store_options, tracking_uri, verb
 from harness.types import ConfigError
 
 
@@ -40,8 +42,7 @@ def add(sub) -> None:
 
 def run(args: argparse.Namespace, cfg) -> None:
     """The papers' tables: validate the table files, run their grids, render from the record."""
-    from harness.report.tables import costs, grid, index, pareto, render, spec
-    from harness.report.tables.records import table_runs
+    from harness.report.tables import grid, spec
 
     if args.action == "calibrate":
         return calibrate(args)
@@ -51,8 +52,8 @@ def run(args: argparse.Namespace, cfg) -> None:
         return explain(specs, args, extra)
     if args.action == "plan":
         return plan(specs, args, extra)
-    if args.action in ("validate", "reproduce"):
-        check_tables(specs, args.scale, extra)
+    if args.action in ("validate", "run", "reproduce"):  # `run` too: a point that records no metric the
+        check_tables(specs, args.scale, extra)  # table needs would run for nothing; checking composes, builds no model
     if args.action in ("run", "reproduce"):
         from harness.report.tables import submit
 
@@ -68,9 +69,20 @@ def run(args: argparse.Namespace, cfg) -> None:
 
                 pairwise_judge.judge_table(s, args.scale, extra)
     if args.action in ("render", "reproduce"):
-        uri, out = tracking_uri(args, cfg, extra), Path(args.out or render.RESULTS)
-        preflight_store(uri)
-        built = [render.build(s, uri, args.scale, extra) for s in specs]
+        render_tables(specs, args, cfg, extra)
+
+
+def render_tables(specs, args: argparse.Namespace, cfg, extra: list[str]) -> None:
+    """Each table's files, the quality-vs-cost plots and the index, from the record; ``--out`` is
+    checked before anything is read or written, so a bad one costs nothing."""
+    from harness.report.tables import costs, index, pareto, render, spec
+    from harness.report.tables.records import table_runs
+
+    out = Path(args.out or render.RESULTS)
+    check_out(out, "--out" if args.out else "the results folder")
+    uri = tracking_uri(args, cfg, extra)
+    built = [render.build(s, uri, args.scale, extra) for s in specs]
+    with writing(out):
         for t in built:
             render.write(t, out)
             print(f"[{t.spec.id}] {t.filled}/{t.total} cells -> {out / t.spec.id}.md (.csv, .tex"
@@ -78,12 +90,39 @@ def run(args: argparse.Namespace, cfg) -> None:
         # the index keeps the rows of the tables not rendered now as it holds them (a new table: from the record)
         held = index.load(out, args.scale)
         done = {t.spec.id for t in built}
-        built += [render.build(s, uri, args.scale, extra) for s in spec.all_specs()
+        built += [render.build(s, uri, args.scale, extra) for s in spec.all_specs(skip_broken=warn)
                   if s.id not in done and s.id not in held]
         plots = pareto.write(uri, args.scale, out)
         print(f"{len(plots)} quality-vs-cost plot(s) -> {out / 'pareto'}")
         everyone = costs.computed(table_runs(uri, args.scale))
-        print(f"index -> {index.write(built, everyone, [s.id for s in spec.all_specs()], plots, out)}")
+        print(f"index -> {index.write(built, everyone, spec.table_ids(), plots, out)}")
+
+
+def warn(problem: str) -> None:
+    """A table file that does not load is left out of the index, said in one line: the tables
+    asked for are rendered all the same (asking for it, or `tables validate`, fails on it)."""
+    print(f"chunkbench: warning: {problem}; left out of the index", file=sys.stderr)
+
+
+def check_out(out: Path, name: str) -> None:
+    from harness.pipeline.preflight import folder_takes_files
+
+    try:
+        folder_takes_files(out)
+    except OSError as e:
+        raise ConfigError(f"{name}={out} cannot be written ({e.strerror or e}): give a folder this user "
+                          f"can write (made if missing)") from None
+
+
+@contextmanager
+def writing(out: Path):
+    """A write that fails after the check (a full disk, a file put in the way) in one line naming
+    the file; what was written before it stays."""
+    try:
+        yield
+    except OSError as e:
+        raise ConfigError(f"writing {e.filename or out} failed ({e.strerror or e}); the files listed above "
+                          f"were written") from None
 
 
 def check_tables(specs, scale: str, extra: list[str]) -> None:

@@ -36,7 +36,7 @@ from typing import Any
 from harness.data.align import (FUZZY_MIN_SCORE, AlignmentReport, align_evidence,
                                 check_fuzzy_min_score, configured_matchers)
 from harness.data.base import DatasetLoader, Read, mean
-from harness.data.rows import WHOLE_ROW, RowFields
+from harness.data.rows import WHOLE_ROW, RowFields, malformed_line
 from harness.data.sampling import check_limit
 from harness.types import ConfigError, DataError, Document, Query, Section, Span
 
@@ -168,7 +168,7 @@ class HiChunkLayout(DatasetLoader):
             try:
                 raw = json.loads(text)
             except json.JSONDecodeError as e:
-                raise DataError(self.name, location, WHOLE_ROW, f"malformed JSON: {e}") from None
+                raise DataError(self.name, location, WHOLE_ROW, malformed_line(e)) from None
             f = RowFields(self.name, location, raw, "_id")
             doc_id = f.get("_id", str)
             if not doc_id.strip() or "/" in doc_id or "\\" in doc_id or doc_id in (".", ".."):

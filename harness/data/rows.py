@@ -46,16 +46,29 @@ def read_rows(path: Path, dataset: str, id_field: str | None = None) -> Iterator
         for i, raw in enumerate(rows):
             yield f"{name} item {i}", raw
     elif name.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        # to_pylist gives plain lists/dicts and None for nulls (pandas would give arrays and NaN).
-        i = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
-            for raw in batch.to_pylist():
-                yield f"{name} row {i}", raw
-                i += 1
+        yield from parquet_rows(path, dataset)
     else:
         raise ValueError(f"unsupported file type: {path}")
+
+
+def parquet_rows(path: Path, dataset: str) -> Iterator[tuple[str, Any]]:
+    """``(location, row)`` per row of a Parquet file, read by record batch; a file pyarrow cannot
+    read (not Parquet, truncated, a corrupt page) is one DataError naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    i = 0
+    try:
+        # to_pylist gives plain lists/dicts and None for nulls (pandas would give arrays and NaN).
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
+            for raw in batch.to_pylist():
+                yield f"{path.name} row {i}", raw
+                i += 1
+    except (pa.ArrowException, OSError) as e:  # ArrowInvalid, ArrowIOError (an OSError): pyarrow's read errors
+        where = f"{path.name} row {i}" if i else path.name
+        raise DataError(dataset, where, WHOLE_ROW, f"{path} is not a readable Parquet file "
+                        f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
+                        f"write it again, e.g. with pyarrow.parquet.write_table") from None
 
 
 def json_lines(lines: Iterable[bytes], label: str, dataset: str,
@@ -76,11 +89,17 @@ def json_lines(lines: Iterable[bytes], label: str, dataset: str,
         except json.JSONDecodeError as e:
             if first and text.strip() in ("[", "{"):  # json.dump(rows, f, indent=...)
                 raise not_json_lines(dataset, label, location) from None
-            raise DataError(dataset, location, WHOLE_ROW, f"malformed JSON: {e}") from None
+            raise DataError(dataset, location, WHOLE_ROW, malformed_line(e)) from None
         if first and isinstance(row, list) and row and all(isinstance(r, dict) for r in row):
             raise not_json_lines(dataset, label, location)  # json.dump(rows, f) on one line
         first = False
         yield location, row
+
+
+def malformed_line(e: json.JSONDecodeError) -> str:
+    """A broken JSON line's problem without json's own "line 1": the file's line is the row's
+    location, and a second line number would contradict it."""
+    return f"malformed JSON: {e.msg} (column {e.colno})"
 
 
 def not_json_lines(dataset: str, label: str, location: str) -> DataError:

@@ -75,6 +75,20 @@ def _load_model(path: str, device: str | None, pooling: str | None, trust_remote
 _MODEL_MAX_SEQ: dict[int, int] = {}  # id(model) -> its own max_seq_length, read before any embedder changes it
 
 
+def check_device(device: str | None) -> None:
+    """A device torch cannot parse (``tpu9``) fails at construction, in one line, not when the
+    model first loads mid-run (sentence-transformers raises a RuntimeError there)."""
+    if device is None:
+        return
+    import torch  # only when a device is named: the default run never pays for the import here
+
+    try:
+        torch.device(str(device))
+    except RuntimeError as e:  # torch's only error for a device string it does not know
+        raise ConfigError(f"embedder.device={device}: not a device torch knows ({str(e).splitlines()[0]}); "
+                          f"use cpu, cuda, cuda:N or mps, or null for the best available") from None
+
+
 class SentenceTransformerEmbedder:
     """Batched, L2-normalised embeddings. The model loads on first use, so a fully
     cached run never pays for it."""
@@ -93,6 +107,7 @@ class SentenceTransformerEmbedder:
             raise ConfigError(f"embedder.max_seq_length must be > 0 or null, got {max_seq_length}")
         if pooling is not None and pooling not in POOLINGS:
             raise ConfigError(f"embedder.pooling must be one of {', '.join(POOLINGS)} or null, got {pooling!r}")
+        check_device(device)
         self.path = resolve_model(model)
         if (model == "bundled" or model.startswith((".", "/"))) and not Path(self.path).is_dir():
             raise ConfigError(f"embedder.model: no model folder at {self.path}")

@@ -17,8 +17,9 @@ takes an embedder (RAPTOR's tree, dense retrieval, embedding chunkers): the same
 (``encode(texts, desc, normalize)``, ``query_prefix``/``document_prefix``, ``identity``) and the
 same cache path (:func:`~harness.embedding.embedder.encode_cached`), which asks the server only
 for the texts it holds no vector of. Those go out ``batch_size`` texts a request, at most
-``max_concurrency`` requests in flight; the ``openai`` client retries 429, 5xx and connection
-errors with exponential backoff (``max_retries``) under a per-request ``timeout``.
+``max_concurrency`` requests in flight; 429, 5xx, connection errors and timeouts are retried with
+exponential backoff (``max_retries``), each try under ``timeout`` seconds and all of a request's
+tries under ``deadline`` (:mod:`harness.llm.server`, shared with ``llm=openai``).
 
 What identifies a vector: the served model's name (and ``dimensions`` when set), with
 ``api=openai`` so that a sentence-transformers model of the same name keeps its own vectors;
@@ -36,13 +37,13 @@ from functools import cached_property
 import numpy as np
 
 from harness.cache import Cache
-from harness.llm.openai_llm import map_on_server
 from harness.embedding.embedder import SentenceTransformerEmbedder
-from harness.types import ConfigError
+from harness.llm.server import BadAnswer, Server, map_on_server, one_line
+from harness.types import ConfigError, ServiceError
 
 
-class EmbeddingError(RuntimeError):
-    """The embeddings server did not answer, or answered with an error."""
+class EmbeddingError(ServiceError):
+    """The embeddings server did not answer, or answered with an error: one line."""
 
 
 class OpenAIEmbedder(SentenceTransformerEmbedder):
@@ -51,7 +52,7 @@ class OpenAIEmbedder(SentenceTransformerEmbedder):
 
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
                  served_model: str | None = None, dimensions: int | None = None, batch_size: int = 64,
-                 max_concurrency: int = 4, max_retries: int = 5, timeout: float = 600.0,
+                 max_concurrency: int = 4, max_retries: int = 5, timeout: float = 60.0, deadline: float = 300.0,
                  query_prefix: str = "", document_prefix: str = "", cache: Cache | None = None):
         # SentenceTransformerEmbedder.__init__ resolves a local model: nothing of it applies here.
         if not model or str(model) in ("???", "bundled"):
@@ -59,18 +60,14 @@ class OpenAIEmbedder(SentenceTransformerEmbedder):
                               f"got {model!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
             raise ConfigError(f"embedder.batch_size must be an integer > 0, got {batch_size!r}")
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise ConfigError(f"embedder.max_concurrency must be an integer >= 1, got {max_concurrency!r}")
         if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int)
                                        or dimensions <= 0):
             raise ConfigError(f"embedder.dimensions must be an integer > 0 or null, got {dimensions!r}")
-        if timeout <= 0:
-            raise ConfigError(f"embedder.timeout must be > 0, got {timeout}")
         self.model, self.path = str(model), str(model)
         self.served_model = served_model or self.model
         self.base_url, self.dimensions = base_url, dimensions
         self.batch_size, self.max_concurrency = batch_size, max_concurrency
-        self.max_retries, self.timeout = max_retries, timeout
+        self.max_retries, self.timeout, self.deadline = max_retries, timeout, deadline
         self.device = self.max_seq_length = self.pooling = None   # the server's business
         self.trust_remote_code = False
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
@@ -78,6 +75,12 @@ class OpenAIEmbedder(SentenceTransformerEmbedder):
         # Local servers take any key. Not in `identity`, nor in the object's repr.
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.prompt_tokens = 0   # as the server counts them (usage), for cost
+        _ = self.server  # a bad setting is refused now, not at the first request
+
+    @property
+    def server(self) -> Server:
+        return Server("embedder=openai", "embedder", self.base_url, self.served_model, self._api_key,
+                      self.max_retries, self.timeout, self.deadline, self.max_concurrency, error=EmbeddingError)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"
@@ -91,8 +94,8 @@ class OpenAIEmbedder(SentenceTransformerEmbedder):
     def client(self):
         from openai import OpenAI
 
-        return OpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=self.max_retries,
-                      timeout=self.timeout)
+        # retries and timeouts are map_on_server's (with a deadline); the client tries once
+        return OpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
 
     def input_lengths(self, texts: Sequence[str]) -> None:
         """Not known here: the server tokenizes (and refuses an over-long input itself)."""
@@ -101,18 +104,19 @@ class OpenAIEmbedder(SentenceTransformerEmbedder):
     def _encode(self, texts: Sequence[str], normalize: bool = True) -> np.ndarray:
         """The server's vectors for ``texts``, in order (no cache: :meth:`encode` puts it in front)."""
         batches = [list(texts[b:b + self.batch_size]) for b in range(0, len(texts), self.batch_size)]
-        parts = map_on_server(self._request, batches, self.max_concurrency, EmbeddingError, "embedder=openai",
-                              self.base_url, self.served_model, self.max_retries, self._api_key)
+        parts = map_on_server(self.server, self._request, batches)
         vecs = np.vstack(parts).astype(np.float32) if parts else np.zeros((0, 0), dtype=np.float32)
         if normalize and len(vecs):
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
             vecs = vecs / np.where(norms > 0, norms, 1.0)
         return vecs
 
-    def _request(self, batch: list[str]) -> np.ndarray:
+    def _request(self, batch: list[str], timeout: float) -> np.ndarray:
         extra = {"dimensions": self.dimensions} if self.dimensions else {}
         resp = self.client.embeddings.create(model=self.served_model, input=[t or " " for t in batch],
-                                             encoding_format="float", **extra)
+                                             encoding_format="float", timeout=timeout, **extra)
+        if not isinstance(getattr(resp, "data", None), list):
+            raise BadAnswer(f"a body that is no embeddings answer: {one_line(resp)}")
         if resp.usage is not None:
             self.prompt_tokens += resp.usage.prompt_tokens or 0
         data = sorted(resp.data, key=lambda d: d.index)

@@ -35,13 +35,13 @@ from typing import Any
 from harness.progress import tqdm
 
 from harness.cache import Cache, make_key
-from harness.types import ConfigError
+from harness.types import ConfigError, ServiceError
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
 
 
-class LLMError(RuntimeError):
-    """A backend failed (server down, model missing, a request that keeps failing)."""
+class LLMError(ServiceError):
+    """A backend failed (server down, model missing, a request that keeps failing): one line."""
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,15 @@ makes retrieval trivial (a blank-line splitter on GutenQA, which has no blank li
 book one 157,317-word chunk and scored DCG@k = Recall@k = 1.0 on every question). None of these
 stops a run: a chunker may mean them, and a run on the data it was given is still a record. Ranking
 metrics score a chunk over the context budget as a miss (:meth:`harness.metrics.base.QueryEval.credited`).
+A run whose every context is empty does stop (:func:`check_contexts`): it measures nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from harness.aggregation import text_chunks
-from harness.types import DocChunks, Document
+from harness.types import ConfigError, Context, DocChunks, Document
 
 
 def chunk_checks(docs: Sequence[Document], chunked: Mapping[str, DocChunks], sizes: Sequence[int],
@@ -64,3 +65,21 @@ def encoder_lengths(retriever, docs: Sequence[Document], chunked: Mapping[str, D
     where the retriever says none (lexical retrievers, encoders without a tokenizer)."""
     lengths = getattr(retriever, "input_lengths", None)
     return lengths([c.text for c in text_chunks(docs, chunked)]) if lengths else None
+
+
+def check_contexts(contexts: Sequence[Context], budget: int | None, unit: str,
+                   sizes: Callable[[], Sequence[int]]) -> None:
+    """Fail when every context came out empty (a budget smaller than any chunk ranked first, a
+    retriever that ranks nothing). Unlike the chunkings above, this fails the run: such a run
+    measures nothing, yet it would record every metric as 0, a score a table or a sweep would
+    then compare as the method's (and exit 0, so a script never notices). ``sizes``: the text
+    chunks' sizes in ``unit``, asked for only when failing."""
+    if not contexts or any(ctx.chunk_ids for ctx in contexts):
+        return
+    if budget is None:
+        raise ConfigError(f"every context is empty: the retriever ranked no chunk for any of the "
+                          f"{len(contexts)} queries")
+    smallest = f" (the smallest chunk is {min(n)} {unit})" if (n := sizes()) else ""
+    raise ConfigError(f"context.budget={budget} {unit} holds no chunk{smallest}: every context of the "
+                      f"{len(contexts)} queries is empty; raise context.budget, use smaller chunks or "
+                      f"context.overflow=truncate")

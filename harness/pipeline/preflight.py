@@ -17,6 +17,7 @@ built: a sweep objective the run's metrics do not record (:func:`check_objective
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -33,8 +34,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from harness.secrets import mask_text
 from harness.types import ConfigError
 
+SCALES = ("smoke", "full")   # the scales a table file describes (harness.report.tables.schema.Scale)
 SLURM_LAUNCHER = "SlurmLauncher"  # the tail of hydra-submitit-launcher's `_target_`
 
 
@@ -64,24 +67,35 @@ DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
 SERVER_SCHEMES = ("http", "https", "databricks")
 
 
-def check_local_store(uri: str) -> None:
-    """A tracking URI that is no store MLflow 3 opens, or a SQLite file that cannot be created or
-    written, is refused before any stage runs (not after all of them)."""
+def store_scheme(uri: str, name: str = "tracking.uri") -> str:
+    """The scheme of a tracking URI MLflow 3 opens (``sqlite``, ``http``...); any other, or a file
+    store, is refused in one line naming ``name`` (the config key or the option) and the schemes."""
     scheme = urllib.parse.urlsplit(uri).scheme.split("+")[0].lower() if "://" in uri or ":" in uri else ""
     if scheme in ("", "file") or len(scheme) == 1:  # a bare path (or a Windows drive letter): a file store
         if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() == "true":
-            return
-        raise ConfigError(f"tracking.uri={uri}: a file store, which MLflow 3 refuses; use a SQLite store "
+            return "file"
+        raise ConfigError(f"{name}={uri}: a file store, which MLflow 3 refuses; use a SQLite store "
                           f"(tracking.uri=sqlite:///mlruns.db, the default) or a server (http://host:5000)")
     if scheme not in DATABASE_SCHEMES + SERVER_SCHEMES:
-        raise ConfigError(f"tracking.uri={uri}: not a tracking store MLflow opens (scheme {scheme!r}); use "
-                          f"sqlite:///PATH.db (the default: sqlite:///mlruns.db), http(s)://HOST:PORT, or a database URL")
-    if scheme != "sqlite":
-        return
-    if not uri.startswith("sqlite:///") or uri in ("sqlite:///", "sqlite:///:memory:"):
-        raise ConfigError(f"tracking.uri={uri}: a SQLite store is a file, sqlite:///relative/path.db or "
+        raise ConfigError(f"{name}={uri}: not a tracking store MLflow opens (scheme {scheme!r}); use "
+                          f"sqlite:///PATH.db (the default: sqlite:///mlruns.db), http(s)://HOST:PORT, or a database "
+                          f"URL ({', '.join(DATABASE_SCHEMES[1:])})")
+    if scheme == "sqlite" and (not uri.startswith("sqlite:///") or uri in ("sqlite:///", "sqlite:///:memory:")):
+        raise ConfigError(f"{name}={uri}: a SQLite store is a file, sqlite:///relative/path.db or "
                           f"sqlite:////absolute/path.db (the default: sqlite:///mlruns.db)")
-    db = Path(uri[len("sqlite:///"):].split("?", 1)[0])
+    return scheme
+
+
+def sqlite_file(uri: str) -> Path:
+    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
+
+
+def check_local_store(uri: str) -> None:
+    """A tracking URI that is no store MLflow 3 opens, or a SQLite file that cannot be created or
+    written, is refused before any stage runs (not after all of them)."""
+    if store_scheme(uri) != "sqlite":
+        return
+    db = sqlite_file(uri)
     try:
         if db.is_dir():
             raise IsADirectoryError(21, "Is a directory", str(db))
@@ -94,6 +108,21 @@ def check_local_store(uri: str) -> None:
                           f"tracking.uri at a file in a folder this user can write, or tracking=none") from None
 
 
+def check_record(uri: str, name: str = "tracking.uri") -> None:
+    """The store a verb only reads (table, compare, judge, tables render): a server must answer,
+    a local SQLite file must exist; MLflow would create an empty store at a typo'd path."""
+    if uri.startswith(("http://", "https://")):
+        check_tracking(uri)
+        return
+    if store_scheme(uri, name) != "sqlite":
+        return
+    db = sqlite_file(uri)
+    if not db.is_file():
+        why = "a folder" if db.is_dir() else "no such file"
+        raise ConfigError(f"{name}={uri}: no store at {db.absolute()} ({why}); give the store the runs were "
+                          f"recorded in (make runs with `chunkbench run`)")
+
+
 def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
     """An http(s) tracking URI must answer MLflow's /health; a local store must be one MLflow
     opens and can write (:func:`check_local_store`)."""
@@ -103,17 +132,37 @@ def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
     if not uri.startswith(("http://", "https://")):
         check_local_store(uri)
         return
+    request = health_request(uri)
     try:
-        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as r:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             if r.status == 200:
                 return
             reason = f"HTTP {r.status}"
     except urllib.error.HTTPError as e:
-        reason = f"HTTP {e.code}"
-    except (urllib.error.URLError, OSError) as e:
+        reason = f"HTTP {e.code}" + (" (the server wants a user and password: MLFLOW_TRACKING_USERNAME and "
+                                      "MLFLOW_TRACKING_PASSWORD, or http://user:password@host)"
+                                      if e.code == 401 else "")
+    except (urllib.error.URLError, OSError, ValueError) as e:
         reason = str(getattr(e, "reason", e))
-    raise ConfigError(f"tracking.uri={uri}: no MLflow server answers ({reason}); start one with "
+    raise ConfigError(f"tracking.uri={mask_text(uri, ())}: no MLflow server answers ({reason}); start one with "
                       f"`make mlflow-server` or fix the address")
+
+
+def health_request(uri: str) -> urllib.request.Request:
+    """The request for the server's ``/health``, with Basic auth as MLflow's client sends it: the
+    URI's ``user:password@`` (taken out of the address), else MLFLOW_TRACKING_USERNAME and
+    MLFLOW_TRACKING_PASSWORD."""
+    parts = urllib.parse.urlsplit(uri)
+    user, password = parts.username, parts.password
+    if user is None:
+        user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
+    host = parts.netloc.rpartition("@")[2]
+    url = urllib.parse.urlunsplit((parts.scheme, host, f"{parts.path.rstrip('/')}/health", "", ""))
+    request = urllib.request.Request(url)
+    if user is not None:
+        token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password or '')}"
+        request.add_header("Authorization", "Basic " + base64.b64encode(token.encode()).decode())
+    return request
 
 
 def slurm_partitions() -> list[str]:
@@ -176,21 +225,29 @@ def served_models(resolved: dict[str, Any]) -> dict[str, tuple[str, str | None]]
     return found
 
 
+def server_problem(base_url: str, api_key: str, timeout: float) -> str | None:
+    """Why no OpenAI-compatible server answers ``GET base_url/models``; None when one does (any
+    HTTP answer, an authentication error included, shows a server is there)."""
+    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return None
+    except urllib.error.HTTPError:
+        return None  # a server answered
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return str(getattr(e, "reason", e))
+
+
 def check_llm_servers(resolved: dict[str, Any], timeout: float = 5.0) -> None:
-    """Every OpenAI-compatible server a stage's model is served by answers ``GET base_url/models``
-    (any HTTP answer, an authentication error included, shows a server is there)."""
+    """Every OpenAI-compatible server a stage's model is served by answers (:func:`server_problem`)."""
     for base_url, (where, api_key) in served_models(resolved).items():
         key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {key}"})
-        try:
-            with urllib.request.urlopen(request, timeout=timeout):
-                continue
-        except urllib.error.HTTPError:
-            continue  # a server answered
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            reason = str(getattr(e, "reason", e))
-        raise ConfigError(f"{where}.base_url={base_url}: no OpenAI-compatible server answers ({reason}); start "
-                          f"it (e.g. `vllm serve MODEL --port PORT`) or fix llm.base_url, or use llm=transformers")
+        if urllib.parse.urlsplit(base_url).scheme not in ("http", "https") or "://" not in base_url:
+            raise ConfigError(f"{where}.base_url={base_url}: not an http(s) URL; give the server's address "
+                              f"in llm.base_url, e.g. http://127.0.0.1:8000/v1")
+        if reason := server_problem(base_url, key, timeout):
+            raise ConfigError(f"{where}.base_url={base_url}: no OpenAI-compatible server answers ({reason}); start "
+                              f"it (e.g. `vllm serve MODEL --port PORT`) or fix llm.base_url, or use llm=transformers")
 
 
 def check_objective(objective: str, metrics: Any, overrides: Sequence[str] = ()) -> None:
@@ -226,6 +283,8 @@ def gpus_visible() -> int:
 def check_job(cfg: DictConfig, launcher: Any = None) -> None:
     """A job that asks for a GPU and has none fails at start; ``launcher`` is the job's
     ``hydra.launcher`` node (None outside Hydra)."""
+    if cfg.get("scale") not in SCALES:  # a table's cells are read by it: any other value matches no table
+        raise ConfigError(f"scale must be one of {', '.join(SCALES)}, got {cfg.get('scale')!r}")
     asked = []
     for field in ("gpus_per_task", "gpus_per_node"):
         if launcher is not None and (launcher.get(field) or 0) > 0:
@@ -255,4 +314,8 @@ class Preflight(Callback):
             check_submission(config)
         except (ConfigError, OmegaConfBaseException) as e:  # an unset ${oc.env:...} of a profile, too
             print(f"chunkbench: error: {e}".splitlines()[0], file=sys.stderr)
+            sys.exit(2)
+        except Exception as e:  # Hydra would make it a warning and run with no preflight at all
+            print(f"chunkbench: error: the preflight check failed: {type(e).__name__}: {e}".splitlines()[0],
+                  file=sys.stderr)
             sys.exit(2)

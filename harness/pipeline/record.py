@@ -17,6 +17,7 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -251,25 +252,37 @@ def recorded_run(client, experiment_id: str, identity: str) -> str | None:
 def record_run(cfg: DictConfig, result: RunResult, run_name: str) -> tuple[str, bool]:
     """The command line's record: ``(run id, True)`` for a newly logged run; with
     ``tracking.rerun=skip`` and an identical run already recorded, ``(its id, False)``."""
-    uri = cfg.tracking.uri
     identity = run_identity(cfg)
-    skip = cfg.tracking.get("rerun", "skip") == "skip"
-    db = sqlite_path(uri)
-    if skip and db is not None and store_is_current(db):  # the common rerun: no MLflow import
-        if existing := recorded_in_sqlite(db, cfg.experiment_name, identity):
-            return existing, False
-    import mlflow
+    if existing := find_recorded(cfg, identity):  # the common rerun: no lock (a local store: no MLflow import)
+        return existing, False
+    return log_once(cfg, identity, lambda: log_run(cfg, result, run_name))
 
-    open_store(uri)
-    with store_lock(uri):  # the check and the log at once: of two identical runs, one is logged
-        if skip:
-            mlflow.set_tracking_uri(uri)
-            experiment = mlflow.get_experiment_by_name(cfg.experiment_name)
-            if experiment is not None:
-                existing = recorded_run(mlflow.MlflowClient(), experiment.experiment_id, identity)
-                if existing:
-                    return existing, False
-        return log_run(cfg, result, run_name), True
+
+def log_once(cfg: DictConfig, identity: str, log: Callable[[], str]) -> tuple[str, bool]:
+    """``(log(), True)``, or with ``tracking.rerun=skip`` the run of ``identity`` already recorded,
+    ``(its id, False)``: the check and the log at once, under the store's lock, so that of two
+    processes computing the same run (two ``tables run`` of one table) one logs it."""
+    open_store(cfg.tracking.uri)
+    with store_lock(cfg.tracking.uri):
+        if existing := find_recorded(cfg, identity):
+            return existing, False
+        return log(), True
+
+
+def end_ghosts(uri: str) -> int:
+    """Mark KILLED the runs a local store holds as RUNNING: every writer logs a run whole under the
+    store's lock (held by the caller), so a RUNNING run there is one whose process died while
+    logging it. Returns how many."""
+    if sqlite_path(uri) is None:  # a server has no such lock: its runs may be in progress
+        return 0
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    ghosts = client.search_runs(experiments, "attributes.status = 'RUNNING'") if experiments else []
+    for run in ghosts:
+        client.set_terminated(run.info.run_id, status="KILLED")
+    return len(ghosts)
 
 
 def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, str] | None = None) -> str:
@@ -281,6 +294,7 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, s
     open_store(uri)
     tags = {IDENTITY_TAG: run_identity(cfg), CONFIG_TAG: config_identity(cfg), **(tags or {})}
     with store_lock(uri):
+        end_ghosts(uri)
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
         secrets = secret_values(cfg)
@@ -321,6 +335,7 @@ def log_failure(cfg: DictConfig, run_name: str, error: str, tags: dict[str, str]
     uri = cfg.tracking.uri
     open_store(uri)
     with store_lock(uri):
+        end_ghosts(uri)
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
         secrets = secret_values(cfg)

@@ -28,10 +28,11 @@ from harness.aggregation import aggregate, aggregate_documents, chunk_statistics
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.data.base import NOT_QUERIED
 from harness.metrics.base import DocumentMetric
-from harness.pipeline.chunk_checks import chunk_checks, encoder_lengths, warning
+from harness.pipeline.chunk_checks import check_contexts, chunk_checks, encoder_lengths, warning
 from harness.pipeline.components import Components, build_components, resolve_reader
 from harness.pipeline.stages import STAGES, Stage
 from harness.progress import tqdm
+from harness.retrieval.base import unsearched_evidence
 from harness.types import ConfigError, Document, to_dict
 
 
@@ -118,16 +119,27 @@ class Pipeline:
             self.log(f"[{stage.name}] {status} in {result.stage_seconds[stage.name]:.1f}s "
                      f"(key {self.keys[stage.name][:12]})"
                      + (f" after waiting {waited:.1f}s for another process computing it" if waited >= 0.5 else ""))
-            if stage.name == "load" and self.outputs["load"].report.get(NOT_QUERIED):
-                ds = self.outputs["load"]
-                self.log(f"[load] dataset.limit_queries={self.c.dataset.limit_queries} under "
-                         f"retriever.scope=document: {len(ds.documents)} documents kept, the ones the "
-                         f"{len(ds.queries)} questions search; {ds.report[NOT_QUERIED]} left out")
+            self.check(stage.name)
         self.summarize_cached(result)
         if line := warning(result.metrics, self.budget(), result.metrics.get("embedder_input_limit")):
             logger.warning(line)
         result.cache_counts = self.cache.counts(since)
         return result
+
+    def check(self, stage: str) -> None:
+        """What a stage's output says about the run: the documents a query limit kept, evidence no
+        query searches (a warning), contexts that are all empty (the run fails)."""
+        if stage == "load":
+            ds = self.outputs["load"]
+            if ds.report.get(NOT_QUERIED):
+                self.log(f"[load] dataset.limit_queries={self.c.dataset.limit_queries} under "
+                         f"retriever.scope=document: {len(ds.documents)} documents kept, the ones the "
+                         f"{len(ds.queries)} questions search; {ds.report[NOT_QUERIED]} left out")
+            if getattr(self.c.retriever, "scope", None) == "document" and (line := unsearched_evidence(ds.queries)):
+                logger.warning(line)
+        if stage == "assemble":
+            check_contexts(self.outputs["assemble"], self.budget(), self.cfg.context.get("unit", "tokens"),
+                           self.chunk_sizes)
 
     def budget(self) -> int | None:
         """The context budget in context units, where the assembler has one."""

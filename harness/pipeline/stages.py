@@ -29,7 +29,8 @@ from harness.data.base import only_queried_documents
 from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
 from harness.pipeline.components import Components
 from harness.progress import tqdm
-from harness.types import Answer, Chunk, ChunkerFailed, ConfigError, Context, DataError, DocChunks, Document, Retrieved
+from harness.types import (Answer, Chunk, ChunkerFailed, ConfigError, Context, DataError, DocChunks, Document,
+                           Retrieved, ServiceError)
 
 Outputs = Mapping[str, Any]  # stage name -> its output (None for a skipped optional stage)
 
@@ -92,7 +93,7 @@ def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
     t0 = time.perf_counter()
     try:
         chunked = c.chunker.chunk(docs)
-    except (ConfigError, DataError):
+    except (ConfigError, DataError, ServiceError):  # ServiceError: the model's server failed, not the chunker
         raise
     except Exception as e:  # a chunker's own bug: name the document, keep the cause
         which = docs[0].doc_id if len(docs) == 1 else f"one of {', '.join(d.doc_id for d in docs)}"

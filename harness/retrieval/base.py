@@ -100,6 +100,19 @@ class Retriever(ABC):
         return [[p for p, c in enumerate(pool) if c.view == v] for v in views]
 
 
+def unsearched_evidence(queries: Sequence[Query]) -> str | None:
+    """Under ``scope=document`` a query searches only its ``doc_ids``: evidence in another
+    document can never be retrieved, and every evidence metric counts it missed, which reads as
+    the chunker's failure. One warning line with the counts, or None (queries without doc_ids
+    are refused by :meth:`Retriever.retrieve`)."""
+    outside = [sum(e.doc_id not in q.doc_ids for e in q.evidence) for q in queries if q.doc_ids]
+    if not any(outside):
+        return None
+    return (f"retriever.scope=document: {sum(n > 0 for n in outside)} of {len(queries)} queries have evidence in "
+            f"a document they do not search ({sum(outside)} spans): it is never retrieved and counts as missed; "
+            f"use retriever.scope=corpus or check the dataset's doc_ids")
+
+
 def document_order(pool: list[Chunk]) -> list[Chunk]:
     """``pool`` by document (in order of first appearance), then start offset; stable, so
     chunks that start together (a chunk and its views, nested granularities) keep their order."""

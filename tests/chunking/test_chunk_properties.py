@@ -118,6 +118,28 @@ def test_recursive(doc, unit, size_overlap, separators, style):
         assert not over_budget(doc, chunks, unit, size)
 
 
+# Characters a tokenizer may drop or merge: combining marks, variation selectors, joiners, emoji
+# modifiers; a run of them inside a word makes the splitter cut between characters of length 0.
+MARKS = ["e\u0301", "\u0301", "\ufe0f", "\u200d", "👍🏽", "👩\u200d💻", "数据", "a\u0308" * 5, "x" * 7]
+marked = st.builds(lambda parts, times: "".join(parts) * times, st.lists(st.sampled_from(MARKS), max_size=40),
+                   st.integers(1, 8)).map(lambda t: Document("d", t))
+
+
+@TOKENS
+@given(marked, size_and_overlap(8), st.sampled_from(STYLES))
+def test_recursive_tokens_never_share_characters_without_overlap(doc, size_overlap, style):
+    size, overlap = size_overlap
+    chunks = RecursiveChunker(size=size, overlap=overlap, unit="tokens", style=style).chunk_document(doc)
+    check_chunks(doc, chunks, covering=overlap == 0)
+
+
+def test_a_combining_mark_at_a_cut_stays_in_its_chunk():
+    doc = Document("d", "e\u0301" * 300)   # 'e' is a token, the accent none (the bundled tokenizer drops it)
+    chunks = RecursiveChunker(size=200).chunk_document(doc)
+    assert [(c.start, c.end) for c in chunks] == [(0, 400), (400, 600)]
+    check_chunks(doc, chunks, covering=True)
+
+
 @TOKENS
 @given(documents, size_and_overlap(30), st.sampled_from(STYLES))
 def test_recursive_tokens(doc, size_overlap, style):

@@ -43,7 +43,8 @@ def test_malformed_json_line_names_the_line(tmp_path):
     with pytest.raises(DataError) as e:
         list(read_rows(path, "mine"))
     assert (e.value.dataset, e.value.row, e.value.field) == ("mine", "queries.jsonl line 3", WHOLE_ROW)
-    assert "malformed JSON" in str(e.value)
+    assert str(e.value).endswith("malformed JSON: Expecting property name enclosed in double quotes (column 2)")
+    assert " line 1" not in str(e.value)  # json's own line of the one-line text: only the file's is named
     (tmp_path / "list.json").write_text('{"not": "a list"}')
     with pytest.raises(DataError, match="JSON list"):
         list(read_rows(tmp_path / "list.json", "mine"))
@@ -154,3 +155,12 @@ def test_finding_files(tmp_path):
                                                             tmp_path / "sub" / "a.parquet"]
     assert expand_paths(tmp_path / "sub" / "skip.txt", ()) == [tmp_path / "sub" / "skip.txt"]
     assert expand_paths(tmp_path / "*.jsonl", ()) == [tmp_path / "b.jsonl"]
+
+
+@pytest.mark.parametrize("data", [b"garbage" * 100, b"PAR1" + b"\0" * 40 + b"PAR1"])
+def test_a_file_that_is_not_parquet_is_one_data_error_naming_it(tmp_path, data):
+    path = tmp_path / "documents.parquet"
+    path.write_bytes(data)
+    with pytest.raises(DataError, match=f"{path} is not a readable Parquet file") as e:
+        list(read_rows(path, "mine"))
+    assert (e.value.row, e.value.field) == ("documents.parquet", WHOLE_ROW)

@@ -60,7 +60,7 @@ class FakeEmbeddings:
 
 @pytest.fixture
 def server(monkeypatch):
-    monkeypatch.setattr("openai._base_client.BaseClient._calculate_retry_timeout", lambda *a, **k: 0.01)
+    monkeypatch.setattr("harness.llm.server.FIRST_WAIT", 0.01)  # retries at once
     s = FakeEmbeddings()
     yield s
     s.close()
@@ -106,7 +106,7 @@ def test_the_cache_asks_only_for_texts_it_has_no_vector_of(server, tmp_path):
 
 
 def test_server_errors_are_retried_then_answered(monkeypatch):
-    monkeypatch.setattr("openai._base_client.BaseClient._calculate_retry_timeout", lambda *a, **k: 0.01)
+    monkeypatch.setattr("harness.llm.server.FIRST_WAIT", 0.01)  # retries at once
     s = FakeEmbeddings(fail=2)
     try:
         assert make(s.url).encode(["moon"]).shape == (1, len(WORDS) + 1)
@@ -116,7 +116,7 @@ def test_server_errors_are_retried_then_answered(monkeypatch):
 
 
 def test_a_refusal_names_the_server_and_masks_the_key(monkeypatch):
-    monkeypatch.setattr("openai._base_client.BaseClient._calculate_retry_timeout", lambda *a, **k: 0.01)
+    monkeypatch.setattr("harness.llm.server.FIRST_WAIT", 0.01)  # retries at once
     s = FakeEmbeddings(fail=1, status=401)
     try:
         with pytest.raises(EmbeddingError, match=r"answered 401 for model 'text-embedding-ada-002'") as e:

@@ -274,7 +274,7 @@ def make_client(url, **kw):
 
 
 def test_openai_client_retries_server_errors_then_answers(server, monkeypatch):
-    monkeypatch.setattr("openai._base_client.BaseClient._calculate_retry_timeout", lambda *a, **k: 0.01)
+    monkeypatch.setattr("harness.llm.server.FIRST_WAIT", 0.01)  # retries at once
     llm = make_client(server.url)
     assert llm.chat([[{"role": "user", "content": "hi"}]]) == ["echo: hi"]
     assert len(server.requests) == 3  # two 503s retried
@@ -288,7 +288,7 @@ def test_openai_client_retries_server_errors_then_answers(server, monkeypatch):
 
 
 def test_openai_client_scores_token_ids_with_echo(server, monkeypatch):
-    monkeypatch.setattr("openai._base_client.BaseClient._calculate_retry_timeout", lambda *a, **k: 0.01)
+    monkeypatch.setattr("harness.llm.server.FIRST_WAIT", 0.01)  # retries at once
     llm = make_client(server.url)
     # prompt "aa bbb" -> [BOS, 2, 3], continuation "c dddd" -> [1, 4]: positions 3 and 4 are scored
     assert llm.logprobs(["aa bbb"], ["c dddd"]) == [[pytest.approx(-0.3), pytest.approx(-0.4)]]
@@ -302,7 +302,7 @@ def test_openai_client_names_the_server_when_it_is_down():
     s.close()
     llm = make_client(url, max_concurrency=1)
     llm.max_retries = 0
-    with pytest.raises(LLMError, match=r"no answer from http://127\.0\.0\.1:\d+/v1 .* Is the server running"):
+    with pytest.raises(LLMError, match=r"no answer from http://127\.0\.0\.1:\d+/v1 .* is the server running"):
         llm.chat([[{"role": "user", "content": "hi"}]])
 
 

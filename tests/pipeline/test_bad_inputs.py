@@ -140,3 +140,64 @@ def test_unknown_experiment_is_refused_with_the_known_ones(tmp_path):
     assert code != 0 and "experiment=nope: no such choice; the choices: " in err, err[-3000:]
     assert "hichunk_fc200" in err and "qchunker_controlled" in err  # the available experiments
     assert not (tmp_path / "cache").exists()
+
+
+def one_line_error(p: subprocess.CompletedProcess, *named: str) -> str:
+    """Exit 2, one stderr line `chunkbench: error: ...` naming each of ``named``, no traceback."""
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr[-3000:]
+    assert p.stderr.startswith("chunkbench: error: ") and "Traceback" not in p.stderr, p.stderr[-3000:]
+    assert all(n in p.stderr for n in named), p.stderr
+    return p.stderr
+
+
+def command(tmp_path, *argv, module="harness"):
+    return subprocess.run([sys.executable, "-m", module, *argv], cwd=tmp_path, env=ENV, text=True,
+                          capture_output=True, timeout=300)
+
+
+def test_unknown_embedder_device_is_one_line(tmp_path):
+    one_line_error(command(tmp_path, *TINY, f"cache.dir={tmp_path / 'cache'}", "tracking=none", "embedder.device=tpu9"),
+                   "embedder.device=tpu9: not a device torch knows")
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("folder", ["/proc/nope", "a-file/out", "/proc/x/${now:%H}"])
+def test_unwritable_hydra_run_dir_is_one_line(tmp_path, folder):
+    (tmp_path / "a-file").write_text("")
+    one_line_error(command(tmp_path, *TINY, f"cache.dir={tmp_path / 'cache'}", "tracking=none",
+                           f"hydra.run.dir={folder}"), f"hydra.run.dir={folder} cannot be made or written")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_corrupt_parquet_dataset_is_one_line(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "documents.parquet").write_bytes(b"PAR1 not really parquet" * 50)
+    (data / "queries.jsonl").write_text('{"qid": "q1", "question": "x"}\n')
+    one_line_error(command(tmp_path, "dataset=local", f"dataset.path={data}", "tracking=none",
+                           f"cache.dir={tmp_path / 'cache'}"),
+                   f"{data / 'documents.parquet'} is not a readable Parquet file")
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["table", "--uri", "bogus://x"], ["--uri=bogus://x", "scheme 'bogus'", "sqlite:///", "http(s)://"]),
+    (["table", "--uri", "sqlite:///typo.db"], ["--uri=sqlite:///typo.db: no store at", "typo.db (no such file)"]),
+    (["compare", "a", "b", "--uri", "sqlite:///typo.db"], ["no store at"]),
+    (["tables", "render", "--tables", "lgmgc/table1", "--uri", "sqlite:///typo.db"], ["no store at"]),
+], ids=lambda v: " ".join(v) if isinstance(v, list) and v[0] in ("table", "compare", "tables") else None)
+def test_verbs_that_read_the_record_refuse_a_store_that_is_not_there(tmp_path, argv, named):
+    one_line_error(command(tmp_path, *argv, module="harness.cli"), *named)
+    assert list(tmp_path.iterdir()) == []  # no store, no lock file, no results
+
+
+def test_reading_a_store_checks_it_exists_and_creates_nothing(tmp_path):
+    with pytest.raises(ConfigError, match=r"^--uri=sqlite:///.*: no store at .*nope.db \(no such file\)"):
+        preflight.check_record(f"sqlite:///{tmp_path / 'nope.db'}", "--uri")
+    (tmp_path / "dir.db").mkdir()
+    with pytest.raises(ConfigError, match=r"dir.db \(a folder\)"):
+        preflight.check_record(f"sqlite:///{tmp_path / 'dir.db'}")
+    with pytest.raises(ConfigError, match=r"^tracking.uri=bogus://x: not a tracking store MLflow opens"):
+        preflight.check_record("bogus://x")
+    (tmp_path / "real.db").write_bytes(b"")
+    preflight.check_record(f"sqlite:///{tmp_path / 'real.db'}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.db", "real.db"]

@@ -2,10 +2,17 @@
 encoder's input, and long documents left as one chunk."""
 
 import logging
+import subprocess
+import sys
 
-from harness.pipeline.chunk_checks import chunk_checks, warning
+import pytest
+
+from harness.pipeline.chunk_checks import check_contexts, chunk_checks, warning
 from harness.pipeline.runner import Pipeline
+from harness.pipeline.stages import STAGES
 from harness.types import Chunk, DocChunks, Document
+from tests.conftest import TINY
+from tests.test_cli import ENV
 
 
 def _doc(doc_id, n_chunks, text="x" * 100):
@@ -40,7 +47,8 @@ def test_the_warning_names_each_flag_and_is_silent_otherwise():
 
 
 def test_a_run_of_one_chunk_per_document_warns_and_records_the_counts(make_cfg, caplog):
-    cfg = make_cfg("chunker=fixed", "chunker.size=100000", "context.budget=256")
+    # truncate: with overflow=stop no context would hold a chunk, and such a run fails (check_contexts)
+    cfg = make_cfg("chunker=fixed", "chunker.size=100000", "context.budget=256", "context.overflow=truncate")
     with caplog.at_level(logging.WARNING, logger="harness.pipeline.runner"):
         r = Pipeline(cfg, log=lambda *_: None).run()
     m = r.metrics
@@ -68,8 +76,51 @@ def test_ranking_metrics_do_not_credit_a_chunk_the_context_cannot_hold(make_cfg)
     smaller than that chunk the reader never sees it whole, so no ranking metric credits it."""
     whole = ("chunker=fixed", "chunker.size=100000", "metrics=qu_et_al")
     held = Pipeline(make_cfg(*whole, "context=topk"), log=lambda *_: None).run().metrics
-    over = Pipeline(make_cfg(*whole, "context.budget=256"), log=lambda *_: None).run().metrics
+    over = Pipeline(make_cfg(*whole, "context.budget=256", "context.overflow=truncate"),  # a cut chunk is no hit
+                    log=lambda *_: None).run().metrics
     assert over["chunks_over_context_budget"] == over["n_chunks"] > 0
     ranking = [k for k in held if k.startswith(("doc_recall_at_", "evidence_sentence_recall_at_")) and "/" not in k]
     assert ranking and all(held[k] > 0 for k in ranking)
     assert all(over[k] == 0 for k in ranking)
+
+
+def test_contexts_all_empty_fail_and_one_context_suffices():
+    from harness.types import ConfigError, Context
+
+    empty, held = Context("q1", (), "", 0), Context("q2", ("a:0",), "x", 1)
+    check_contexts([empty, held], 5, "tokens", lambda: [100])  # one context holds a chunk: a run, not refused
+    check_contexts([], 5, "tokens", lambda: [])  # no queries: nothing to say
+    with pytest.raises(ConfigError, match=r"^context.budget=5 words holds no chunk \(the smallest chunk is 100 "
+                                          r"words\): every context of the 2 queries is empty"):
+        check_contexts([empty, empty], 5, "words", lambda: [300, 100])
+    with pytest.raises(ConfigError, match="the retriever ranked no chunk for any of the 1 queries"):
+        check_contexts([empty], None, "tokens", lambda: [100])
+
+
+def test_a_budget_smaller_than_any_chunk_ends_the_run_in_one_line(tmp_path):
+    """Not a record of zeros: exit 2, one line naming the budget and the smallest chunk."""
+    p = subprocess.run([sys.executable, "-m", "harness", *TINY, "dataset.limit_docs=1", "retriever=bm25",
+                        "context.budget=5", f"cache.dir={tmp_path / 'cache'}", "tracking=none"],
+                       cwd=tmp_path, env=ENV, text=True, capture_output=True, timeout=600)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("chunkbench: error:")]
+    assert p.returncode == 2 and len(errors) == 1 and "Traceback" not in p.stderr, p.stderr[-3000:]
+    assert errors[0].startswith("chunkbench: error: context.budget=5 tokens holds no chunk (the smallest chunk is ")
+
+
+def test_the_load_stage_warns_of_evidence_no_query_searches(make_cfg, caplog):
+    from dataclasses import replace
+
+    from harness.types import Span
+
+    p = Pipeline(make_cfg("retriever=bm25", "dataset.limit_docs=2"), log=lambda *_: None)
+    for stage in STAGES[:1]:
+        p.keys[stage.name] = p.key(stage)
+        p.outputs[stage.name], _ = p.run_whole(stage)
+    ds = p.outputs["load"]
+    other = next(d.doc_id for d in ds.documents if d.doc_id not in ds.queries[0].doc_ids)
+    ds.queries[0] = replace(ds.queries[0], evidence=(Span(other, 0, 1),))
+    with caplog.at_level(logging.WARNING, logger="harness.pipeline.runner"):
+        p.check("load")
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith(f"retriever.scope=document: 1 of {len(ds.queries)} queries have evidence in a document "
+                           f"they do not search (1 spans)")

@@ -77,3 +77,9 @@ def test_cluster_profile_without_its_environment_names_the_variable(tmp_path):
                        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2
     assert "CHUNKBENCH_SHARED" in p.stderr.strip().splitlines()[-1]
+
+
+def test_a_scale_no_table_describes_is_refused(make_cfg):
+    with pytest.raises(ConfigError, match=r"^scale must be one of smoke, full, got 'huge'$"):
+        preflight.check_job(make_cfg("scale=huge"))
+    preflight.check_job(make_cfg("scale=full"))

@@ -158,3 +158,34 @@ def test_code_state_counts_edits_and_untracked_files(tmp_path):
     (tmp_path / "new_chunker.py").unlink()
     (tmp_path / "a.py").write_text("x = 2\n")
     assert code_state(tmp_path) not in (untracked, clean)
+
+
+def test_a_run_whose_process_died_while_logging_is_marked_killed_by_the_next_log(tmp_path):
+    cfg = config(tmp_path)
+    uri = cfg.tracking.uri
+    open_store(uri)
+    ghost = subprocess.run([sys.executable, "-c", "import os, sys, mlflow; mlflow.set_tracking_uri(sys.argv[1]); "
+                            "mlflow.set_experiment('chunkbench'); print(mlflow.start_run().info.run_id, flush=True); "
+                            "os._exit(9)", uri], env=ENV, capture_output=True, text=True, timeout=300)
+    ghost_id = ghost.stdout.strip()
+    assert ghost.returncode == 9 and [r.info.status for r in recorded(uri)] == ["RUNNING"]
+    result = Pipeline(cfg, log=lambda *_: None).run()
+    run_id, new = record_run(cfg, result, "a")
+    status = {r.info.run_id: r.info.status for r in recorded(uri)}
+    assert new and status == {ghost_id: "KILLED", run_id: "FINISHED"}
+
+
+def test_of_two_processes_logging_the_same_run_one_logs_it(tmp_path, monkeypatch):
+    """The check and the log under the store's lock: a process that finds the run logged by
+    another while it computed (two `tables run` of one table) records nothing more."""
+    from harness.pipeline import record
+    from harness.pipeline.record import log_once
+
+    cfg = config(tmp_path)
+    result = Pipeline(cfg, log=lambda *_: None).run()
+    identity = run_identity(cfg)
+    assert record.find_recorded(cfg, identity) is None   # checked before computing: nothing yet
+    other, _ = record_run(cfg, result, "the other process")   # ... which logs it meanwhile
+    logged = []
+    assert log_once(cfg, identity, lambda: logged.append(1) or "x") == (other, False)
+    assert not logged and len(recorded(cfg.tracking.uri)) == 1

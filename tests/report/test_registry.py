@@ -103,6 +103,8 @@ def test_context_pairings_exist_and_match_the_configs():
     (["chunkr=sentence"], "chunkr: no such key; did you mean chunker?"),
     (["chunker=sentense"], "chunker=sentense: no such choice; did you mean sentence? (`chunkbench ls chunker` lists them)"),
     (["chunker=fixed,sentense"], "chunker=sentense: no such choice; did you mean sentence?"),   # every choice of a sweep
+    (["+foo=1"], "+foo: adds a top-level key that nothing reads"),
+    (["+chunkr.size=1"], "+chunkr.size: adds a top-level key that nothing reads; did you mean chunker?"),
 ])
 def test_a_misspelt_key_or_choice_is_one_line_naming_the_nearest(overrides, line):
     with pytest.raises(registry.ConfigError) as e:

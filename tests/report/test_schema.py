@@ -53,3 +53,15 @@ def test_required_keys_left_unset_are_named(tmp_path):
 def test_every_shipped_table_file_has_the_shape():
     paths = sorted(TABLES.rglob("*.yaml"))
     assert len(paths) >= 34 and all(schema.read(p, p.stem)["rows"] for p in paths)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("title: x\n  bad: [\n", "not valid YAML at line 2, column 6: mapping values are not allowed here"),
+    ("title: [unclosed\n", "not valid YAML at line 2, column 1: expected ',' or ']', but got '<stream end>'"),
+    ("\ttitle: x\n", "not valid YAML at line 1, column 1: found character '\\t' that cannot start any token"),
+])
+def test_a_file_that_is_not_yaml_is_one_line_naming_it(tmp_path, text, problem):
+    with pytest.raises(ConfigError, match=r"^table demo/t \(.*t.yaml\): ") as e:
+        read(tmp_path, text)
+    assert str(e.value).endswith(problem) and "\n" not in str(e.value)
+

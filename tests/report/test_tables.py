@@ -384,3 +384,20 @@ def test_grid_points_that_differ_in_values_share_one_hydra_composition(tmp_path,
     assert {c.cache.dir for c in cfgs} == {str(tmp_path / "cache")}
     cfgs[0].cache.dir = "elsewhere"  # each caller gets its own copy
     assert grid.compose(t, points[0], "smoke", extra).cache.dir == str(tmp_path / "cache")
+
+
+def test_tables_run_checks_the_table_before_running_it(tmp_path, monkeypatch, capsys):
+    """A table whose metric no run records fails `tables run` in one line, as `validate` does, and
+    runs no point (the check composes and builds, it loads no model)."""
+    from harness import cli
+
+    t = write_table(tmp_path, DEMO.replace("metric: evidence_recall", "metric: evidence_recal"))
+    monkeypatch.setattr(spec, "select", lambda pattern: [t])
+    ran = []
+    monkeypatch.setattr(grid, "run_table", lambda *a, **k: ran.append(a))
+    with pytest.raises(SystemExit) as e:
+        cli.main(["tables", "run", "--tables", "demo/t1", "--set", f"cache.dir={tmp_path / 'cache'}",
+                  "--set", "tracking=none"])
+    err = capsys.readouterr().err.splitlines()
+    assert e.value.code == 2 and ran == [] and len(err) == 1 and "Traceback" not in err[0], err
+    assert err[0].startswith("chunkbench: error: 3 of 4 point(s) in 1 table(s) fail at smoke scale: demo/t1")

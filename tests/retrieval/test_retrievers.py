@@ -314,3 +314,16 @@ def test_bad_variant_names():
         BM25Retriever(method="okapi++")
     with pytest.raises(ConfigError, match="retriever.view_index must be one of per_view, pooled"):
         TfidfRetriever(view_index="views")
+
+
+def test_evidence_outside_the_searched_documents_is_counted():
+    from harness.retrieval.base import unsearched_evidence
+    from harness.types import Span
+
+    inside = Query("q1", "lava", doc_ids=("a",), evidence=(Span("a", 0, 5),))
+    outside = Query("q2", "tax", doc_ids=("a",), evidence=(Span("b", 0, 5), Span("b", 6, 9), Span("a", 0, 2)))
+    no_docs = Query("q3", "tax", evidence=(Span("b", 0, 5),))  # scope=document refuses it in retrieve
+    assert unsearched_evidence([inside, no_docs]) is None
+    assert unsearched_evidence([inside, outside, no_docs]) == (
+        "retriever.scope=document: 1 of 3 queries have evidence in a document they do not search (2 spans): "
+        "it is never retrieved and counts as missed; use retriever.scope=corpus or check the dataset's doc_ids")

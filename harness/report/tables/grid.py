@@ -107,7 +107,7 @@ def run_point(spec: TableSpec, point: GridRun, scale: str, cfg, code: str,
     """One grid point through the pipeline, recorded (a FAILED run with its one-line reason when a
     model or data cannot be had, or the chunker raised on a document); nothing runs when the same
     point is recorded already (``tracking.rerun=skip``). ``cfg``: the point's composed config."""
-    from harness.pipeline.record import IDENTITY_TAG, find_recorded, log_failure, log_run
+    from harness.pipeline.record import IDENTITY_TAG, find_recorded, log_failure, log_once, log_run
     from harness.pipeline.runner import Pipeline
 
     t0 = time.perf_counter()
@@ -120,7 +120,9 @@ def run_point(spec: TableSpec, point: GridRun, scale: str, cfg, code: str,
     except (ConfigError, DataError, OSError, ChunkerFailed) as e:  # OSError: a model or file that cannot be had
         log_failure(cfg, point.key, unavailable(e), found)
         return Outcome(point, "failed", time.perf_counter() - t0, unavailable(e))
-    log_run(cfg, result, point.key, found)
+    run_id, logged = log_once(cfg, found[IDENTITY_TAG], lambda: log_run(cfg, result, point.key, found))
+    if not logged:  # another process running the same table logged this point while it computed
+        return Outcome(point, "finished", time.perf_counter() - t0, f"already recorded as run {run_id[:8]}")
     cached = sum(v == "cached" for v in result.stages.values())
     return Outcome(point, "finished", time.perf_counter() - t0, f"{cached}/{len(result.stages)} stages cached")
 

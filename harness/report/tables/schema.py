@@ -16,6 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
+import yaml
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
@@ -123,7 +124,11 @@ def read(path: Path, where: str) -> dict[str, Any]:
     every default filled in (interpolations in its overrides stay as written: the run's config
     resolves them, so the file is not turned into the dataclasses, which would resolve them)."""
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(TableFile), OmegaConf.load(path))
+        loaded = OmegaConf.load(path)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError) as e:  # not YAML at all: OmegaConf passes yaml's error on
+        raise ConfigError(f"{where} ({path}): {yaml_problem(e)}") from None
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(TableFile), loaded)
         raw = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
     except ConfigKeyError as e:   # a key its dataclass does not have
         parent = str(e.full_key).rpartition(".")[0]
@@ -136,6 +141,15 @@ def read(path: Path, where: str) -> dict[str, Any]:
     if missing:
         raise ConfigError(f"{where}: missing keys {missing}")
     return raw
+
+
+def yaml_problem(e: Exception) -> str:
+    """One line for a file that is no YAML: yaml's problem and its line (1-based), else the OS's."""
+    if isinstance(e, yaml.MarkedYAMLError) and e.problem_mark is not None:
+        return f"not valid YAML at line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1}: {e.problem}"
+    if isinstance(e, OSError):
+        return f"cannot be read ({e.strerror or e})"
+    return f"not valid YAML ({str(e).splitlines()[0]})"
 
 
 def unset(node: Any, at: str = "") -> list[str]:

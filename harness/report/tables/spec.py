@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -359,8 +360,24 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
                                      None if x is None else x.param, where))
 
 
-def all_specs() -> list[TableSpec]:
-    return [load_spec(p, TABLES) for p in sorted(TABLES.rglob("*.yaml"))]
+def all_specs(skip_broken: Callable[[str], None] | None = None) -> list[TableSpec]:
+    """Every table file; the first that fails to load raises, unless ``skip_broken`` is given:
+    then it is told each broken file's one-line error and the file is left out (the index of
+    ``tables render``: one table being edited must not stop the others)."""
+    specs = []
+    for p in sorted(TABLES.rglob("*.yaml")):
+        try:
+            specs.append(load_spec(p, TABLES))
+        except ConfigError as e:
+            if skip_broken is None:
+                raise
+            skip_broken(str(e))
+    return specs
+
+
+def table_ids() -> list[str]:
+    """Every table file's id, in the index's order, without reading the files."""
+    return [p.relative_to(TABLES).with_suffix("").as_posix() for p in sorted(TABLES.rglob("*.yaml"))]
 
 
 def select(pattern: str | None) -> list[TableSpec]:
