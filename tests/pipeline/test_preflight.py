@@ -83,3 +83,18 @@ def test_a_scale_no_table_describes_is_refused(make_cfg):
     with pytest.raises(ConfigError, match=r"^scale must be one of smoke, full, got 'huge'$"):
         preflight.check_job(make_cfg("scale=huge"))
     preflight.check_job(make_cfg("scale=full"))
+
+
+def test_a_tracking_uri_with_credentials_is_asked_with_basic_auth_at_the_bare_address(monkeypatch):
+    import base64
+
+    monkeypatch.delenv("MLFLOW_TRACKING_USERNAME", raising=False)
+    request = preflight.health_request("https://ann:p%40ss@mlflow.example:5000/base/")
+    assert request.full_url == "https://mlflow.example:5000/base/health"
+    assert request.get_header("Authorization") == "Basic " + base64.b64encode(b"ann:p@ss").decode()
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "bob")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "secret")
+    request = preflight.health_request("http://mlflow.example:5000")
+    assert request.get_header("Authorization") == "Basic " + base64.b64encode(b"bob:secret").decode()
+    monkeypatch.delenv("MLFLOW_TRACKING_USERNAME")
+    assert preflight.health_request("http://mlflow.example:5000").get_header("Authorization") is None
