@@ -71,6 +71,8 @@ FRAGMENTS = [
     "the ", "quick ", "brown ", "fox", " ", "  ", "\t", ". ", "! ", "? ", ".", "\n", "\n\n",
     "Dr. ", "e.g. ", "3.14 ", "The cat sat on the mat. ", "Is it? Yes! ", "Cars honk. ",
     "数据", "分块", "。", "！", "？", "café ", "🙂", "---",
+    # characters a tokenizer drops or merges (issue 34: the recursive chunker's spans met there)
+    "e\u0301", "\u0301", "\ufe0f", "\u200d", "👍🏽", "👩\u200d💻", "a\u0308" * 5,
 ]
 texts = st.builds(
     lambda parts, extra, times: ("".join(parts) + extra) * times,

@@ -401,3 +401,29 @@ def test_tables_run_checks_the_table_before_running_it(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err.splitlines()
     assert e.value.code == 2 and ran == [] and len(err) == 1 and "Traceback" not in err[0], err
     assert err[0].startswith("chunkbench: error: 3 of 4 point(s) in 1 table(s) fail at smoke scale: demo/t1")
+
+
+@pytest.mark.slow
+def test_three_processes_running_one_table_record_each_point_once(tmp_path):
+    """Issue 34: the check and the log of a grid point under the store's lock, so processes that
+    run the same table at once (each computing what the cache lacks) log every point once."""
+    import subprocess
+    import sys
+
+    write_table(tmp_path, DEMO)
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    driver = ("import sys; from pathlib import Path; from harness.report.tables import grid, spec; "
+              "root = Path(sys.argv[1]); t = spec.load_spec(root / 'demo' / 't1.yaml', root); "
+              "grid.run_table(t, 'smoke', sys.argv[2:], log=print)")
+    env = {**__import__("os").environ, "PYTHONPATH": str(spec.REPO)}
+    procs = [subprocess.Popen([sys.executable, "-c", driver, str(tmp_path / "tables"), f"tracking.uri={uri}",
+                               f"cache.dir={tmp_path / 'cache'}"], env=env, cwd=tmp_path, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    import sqlite3
+
+    runs = sqlite3.connect(tmp_path / "mlruns.db").execute("SELECT status FROM runs").fetchall()
+    assert sorted(runs) == [("FINISHED",)] * 3   # 3 grid points, each logged by one process
+    said = "".join(out for out, _ in outs)
+    assert said.count("already recorded as run") == 6   # the other two processes' 3 points each
