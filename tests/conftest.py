@@ -23,6 +23,10 @@ FIXTURES = REPO / "tests" / "fixtures"
 SAMPLES = REPO / "harness" / "data" / "samples"
 # Four one-page OHR-Bench documents (20 questions): real data, seconds to run.
 TINY = ["dataset.domains=[news,textbook]"]
+# TINY retrieved with BM25: for tests of what surrounds a run (processes, cache, record, signals,
+# errors, secrets), where importing and running the embedding model (about 10 CPU seconds a
+# process here) tests nothing.
+TINY_LEXICAL = [*TINY, "retriever=bm25"]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 from harness.cache import MAGIC, MAGIC_V1, Cache
 from harness.types import ConfigError
-from tests.conftest import TINY
+from tests.conftest import TINY_LEXICAL
 from tests.test_cli import ENV
 
 KEY = "ab" * 32
@@ -59,7 +59,7 @@ def test_entry_without_checksum_is_a_quiet_miss(tmp_path, capsys):
 
 
 def run(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "harness", *TINY, f"cache.dir={tmp_path / 'cache'}", "tracking=none"],
+    p = subprocess.run([sys.executable, "-m", "harness", *TINY_LEXICAL, f"cache.dir={tmp_path / 'cache'}", "tracking=none"],
                        cwd=tmp_path, env=ENV, text=True, capture_output=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return p.stdout, p.stderr

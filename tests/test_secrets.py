@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from harness.cache import without_services
 from harness.llm.base import LLMError
 from harness.secrets import MASK, is_secret_name, mask, mask_text, secret_values
-from tests.conftest import CONFIGS, TINY
+from tests.conftest import CONFIGS, TINY_LEXICAL
 from tests.http_fake import JSONHandler, LocalServer
 from tests.test_cli import ENV
 
@@ -148,7 +148,7 @@ def test_a_server_quoting_the_key_back_is_masked_in_the_error():
 # --- end to end: the planted key is found nowhere -------------------------------------------
 
 def run_cli(tmp_path: Path, server: KeyEchoServer, *args: str, env: dict | None = None, sweep: bool = False) -> str:
-    p = subprocess.run([sys.executable, "-m", "harness", *(["-m"] if sweep else []), *TINY, "dataset.limit_queries=3", "llm=openai",
+    p = subprocess.run([sys.executable, "-m", "harness", *(["-m"] if sweep else []), *TINY_LEXICAL, "dataset.limit_queries=3", "llm=openai",
                         f"llm.base_url={server.url}", "llm.max_retries=0", "responder=llm",
                         "responder.max_context_tokens=256", f"cache.dir={tmp_path / 'cache'}",
                         f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", *args],
@@ -229,7 +229,7 @@ def test_a_failing_run_prints_no_key_given_on_the_command_line(tmp_path, sweep):
     what reaches the terminal is masked all the same."""
     s, key = FailingServer(), planted()
     try:
-        p = subprocess.run([sys.executable, "-m", "harness", *(["-m"] if sweep else []), *TINY,
+        p = subprocess.run([sys.executable, "-m", "harness", *(["-m"] if sweep else []), *TINY_LEXICAL,
                             "dataset.limit_queries=1", "llm=openai", f"llm.base_url={s.url}", "llm.max_retries=0",
                             "responder=llm", f"llm.api_key={key}", f"cache.dir={tmp_path / 'cache'}",
                             f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", "hydra.sweep.dir=sweep"],

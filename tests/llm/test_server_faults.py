@@ -15,7 +15,7 @@ import pytest
 
 from harness.llm.base import LLMError
 from harness.llm.openai_llm import OpenAILLM
-from tests.conftest import TINY
+from tests.conftest import TINY_LEXICAL
 from tests.http_fake import JSONHandler, LocalServer
 from tests.pipeline.test_bad_inputs import closed_port
 from tests.test_cli import ENV
@@ -192,7 +192,7 @@ def test_bad_settings_are_refused_by_name():
 # --- each fault through the command line ------------------------------------------------------
 
 def run_cli(tmp_path: Path, url: str, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *TINY, "dataset.limit_queries=1", "llm=openai",
+    return subprocess.run([sys.executable, "-m", "harness", *TINY_LEXICAL, "dataset.limit_docs=1", "dataset.limit_queries=1", "llm=openai",
                            f"llm.base_url={url}", f"llm.api_key={KEY}", "responder=llm",
                            "responder.max_context_tokens=256", f"cache.dir={tmp_path / 'cache'}", "tracking=none",
                            *overrides], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)

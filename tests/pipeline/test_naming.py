@@ -11,7 +11,7 @@ from rich.console import Console
 from harness.pipeline.naming import default_choices, run_name
 from harness.pipeline.runner import RunResult
 from harness.report.summary import summary_table
-from tests.conftest import TINY
+from tests.conftest import TINY_LEXICAL
 from tests.test_cli import ENV
 
 # The subprocess runs in a temp folder: this checkout's package, not whichever one is installed.
@@ -70,7 +70,7 @@ def test_runs_differing_by_one_value_get_different_names(tmp_path):
     import mlflow
 
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
-    p = subprocess.run([sys.executable, "-m", "harness", "-m", "chunker.size=150,250", *TINY,
+    p = subprocess.run([sys.executable, "-m", "harness", "-m", "chunker.size=150,250", *TINY_LEXICAL,
                         "dataset.limit_queries=3", f"cache.dir={tmp_path / 'cache'}", f"tracking.uri={uri}"],
                        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -78,7 +78,7 @@ def test_runs_differing_by_one_value_get_different_names(tmp_path):
     assert out.count("[scale=smoke] mlflow run ") == 2, out  # printed as text, not read as markup
     mlflow.set_tracking_uri(uri)
     names = sorted(r.info.run_name for r in mlflow.search_runs(experiment_names=["chunkbench"], output_format="list"))
-    assert names == [f"ohrbench/fixed/dense/budget chunker.size={n} dataset.domains=[news,textbook] "
+    assert names == [f"ohrbench/fixed/bm25/budget chunker.size={n} dataset.domains=[news,textbook] "
                      f"dataset.limit_queries=3" for n in (150, 250)]
 
 

@@ -354,7 +354,7 @@ def test_a_challenge_through_a_launcher_runs_every_point_as_a_job(tmp_path, outs
     out, uri = tmp_path / "report", f"sqlite:///{tmp_path / 'mlruns.db'}"
     args = ["challenge", f"{outside}:Windows", "chunker.size=60", "dataset=local", f"dataset.path={data}",
             "dataset.limit_queries=4", "--uri", uri, "--out", str(out),
-            *(a for o in [f"cache.dir={tmp_path / 'cache'}", "hydra/launcher=local",
+            *(a for o in [f"cache.dir={tmp_path / 'cache'}", "retriever=bm25", "hydra/launcher=local",
                           f"hydra.sweep.dir={tmp_path / 'sweep'}"] for a in ("--set", o))]
     main(args)
     said = capfd.readouterr().out

@@ -1,5 +1,5 @@
 """`harness.cli table` and `compare` on a real MLflow store: three tiny runs of the bundled sample
-that differ in dataset (domains), context budget and query limit."""
+that differ in dataset (domains), context budget and query limit (BM25: the table is the subject)."""
 
 import subprocess
 import sys
@@ -16,7 +16,7 @@ def store(tmp_path_factory):
     uri = f"sqlite:///{d / 'mlruns.db'}"
     for extra in (["dataset.domains=[news]"], ["dataset.domains=[news]", "context.budget=256"],
                   ["dataset.domains=[textbook]", "dataset.limit_queries=3"]):
-        finish(harness(*extra, f"cache.dir={d / 'cache'}", f"tracking.uri={uri}", cwd=d))
+        finish(harness(*extra, "retriever=bm25", f"cache.dir={d / 'cache'}", f"tracking.uri={uri}", cwd=d))
     return d, uri, sorted(runs(uri), key=lambda r: r.info.start_time)
 
 
@@ -43,7 +43,7 @@ def test_table_keeps_every_setting_apart_and_says_what_it_held_fixed(store):
     assert "dataset.domains (['news'], ['textbook'])" in varied and "cache.dir" not in out.stdout
     fixed = lines[lines.index("held fixed:") + 1:]
     assert any(line.startswith("  chunker: FixedSizeChunker") and "size=200" in line for line in fixed)
-    assert any(line.startswith("  retriever: DenseRetriever") for line in fixed)
+    assert any(line.startswith("  retriever: BM25Retriever") for line in fixed)
     # the console script prints the same (make setup installs it beside the venv's python)
     same = subprocess.run([str(Path(sys.executable).parent / "chunkbench"), "table", "--uri", uri, "--metric",
                            "evidence_recall"], cwd=d, env=ENV, text=True, capture_output=True, timeout=300)
