@@ -9,6 +9,8 @@ Why the retry loop is ours (tenacity's) and not the ``openai`` client's (built w
 answers costs ``(max_retries + 1) * timeout`` a request; tenacity's ``stop_before_delay`` gives
 up before a wait would pass the deadline, and each try's timeout is cut to what is left of it.
 The backoff is the client's own (0.5 s doubling up to 8 s, jittered; a ``Retry-After`` obeyed).
+httpx's timeout counts only silence between reads, so each try also runs on a thread that is given
+up once its timeout has passed: a server trickling its answer a byte at a time costs the timeout.
 """
 
 from __future__ import annotations
@@ -67,6 +69,34 @@ class BadAnswer(Exception):
     """A 200 whose body is no answer (not JSON, not a completion, no choices): not retried."""
 
 
+class Overran(Exception):
+    """A try still receiving its answer when its timeout had passed: retried, as a timeout."""
+
+
+GRACE = 1.0  # seconds past a try's timeout before it is given up: httpx's own timeout fires first
+
+
+def within(fn: Callable[[Any, float], Any], item: Any, seconds: float) -> Any:
+    """``fn(item, seconds)``, given up after ``seconds`` (+ :data:`GRACE`) of wall time. The
+    thread given up is a daemon: it ends when the server stops sending, or with the process."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn(item, seconds)
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=run, name="server-request", daemon=True)
+    worker.start()
+    worker.join(seconds + GRACE)
+    if worker.is_alive():
+        raise Overran(f"still answering after {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def retryable(e: BaseException) -> bool:
     """429, 408, 5xx, no connection and timeouts (``APITimeoutError`` is an ``APIConnectionError``):
     a later try can succeed. 400, 401, 403, 404, 422 and bad bodies would fail the same way again."""
@@ -74,7 +104,7 @@ def retryable(e: BaseException) -> bool:
 
     if isinstance(e, APIStatusError):
         return e.status_code in RETRY_STATUS or e.status_code >= 500
-    return isinstance(e, APIConnectionError)
+    return isinstance(e, (APIConnectionError, Overran))
 
 
 def retry_after(e: BaseException | None) -> float | None:
@@ -103,7 +133,7 @@ def call(server: Server, fn: Callable[[Any, float], Any], item: Any) -> Any:
         for attempt in retrying:
             with attempt:
                 left = server.deadline - (time.monotonic() - start)
-                result = fn(item, max(min(server.timeout, left), 0.01))
+                result = within(fn, item, max(min(server.timeout, left), 0.01))
         return result
     except ServiceError:
         raise
@@ -180,7 +210,7 @@ def failure(server: Server, e: Exception, tries: int, seconds: float) -> Service
 
     s, k = server, server.key
     tried = f"{tries} {'try' if tries == 1 else 'tries'} in {seconds:.0f} s"
-    if isinstance(e, APITimeoutError):
+    if isinstance(e, (APITimeoutError, Overran)):
         line = (f"{s.who}: {s.base_url} gave no answer within {k}.timeout={s.timeout:g} s ({tried}, "
                 f"{k}.deadline={s.deadline:g} s): is the server stuck or overloaded? A slow one needs a "
                 f"larger {k}.timeout")

@@ -130,6 +130,51 @@ def test_a_stuck_server_costs_the_deadline_not_an_hour():
     assert time.monotonic() - t0 < 8 and 1 <= s.posts <= 3  # how many fit in 3 s depends on the backoff's jitter
 
 
+class TrickleServer:
+    """Answers a POST with headers at once, then one byte of its body every ``every`` seconds:
+    never silent as long as httpx's read timeout, never done."""
+
+    def __init__(self, every: float = 0.2):
+        self.posts, self.release = 0, threading.Event()
+        outer = self
+
+        class Handler(JSONHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                outer.posts += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                while not outer.release.wait(every):
+                    try:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    except OSError:  # the client gave up
+                        return
+
+        self.local = LocalServer(Handler)
+        self.url = self.local.url
+
+    def close(self):
+        self.release.set()
+        self.local.close()
+
+
+def test_a_server_that_trickles_its_answer_costs_the_timeout_not_forever():
+    """httpx's timeout counts silence between reads: a byte every 0.2 s would pass a 1 s timeout
+    for ever. Each try is cut at its timeout, the call at the deadline."""
+    s = TrickleServer()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(LLMError, match=r"gave no answer within llm\.timeout=1 s \(\d tr(y|ies) in \d s, "
+                                           r"llm\.deadline=3 s\)"):
+            ask(s.url, timeout=1, deadline=3, max_retries=100)
+    finally:
+        s.close()
+    assert time.monotonic() - t0 < 6 and 1 <= s.posts <= 3
+
+
 def test_a_retry_after_past_the_deadline_gives_up_at_once():
     s = serve(lambda n, key: (429, {"error": {"message": "quota"}}, {"Retry-After": "30"}))
     t0 = time.monotonic()
