@@ -59,8 +59,11 @@ def test_every_shipped_table_file_has_the_shape():
     ("title: x\n  bad: [\n", "not valid YAML at line 2, column 6: mapping values are not allowed here"),
     ("title: [unclosed\n", "not valid YAML at line 2, column 1: expected ',' or ']', but got '<stream end>'"),
     ("\ttitle: x\n", "not valid YAML at line 1, column 1: found character '\\t' that cannot start any token"),
+    ("- title: x\n- rows: {}\n", "a table file is a mapping (title: ..., rows: ...), got a list"),
+    ("42\n", "a table file is a mapping (title: ..., rows: ...), got the value '42'"),
+    ("just a sentence\n", "a table file is a mapping (title: ..., rows: ...), got the value 'just a sentence'"),
 ])
-def test_a_file_that_is_not_yaml_is_one_line_naming_it(tmp_path, text, problem):
+def test_a_file_that_is_not_a_yaml_mapping_is_one_line_naming_it(tmp_path, text, problem):
     with pytest.raises(ConfigError, match=r"^table demo/t \(.*t.yaml\): ") as e:
         read(tmp_path, text)
     assert str(e.value).endswith(problem) and "\n" not in str(e.value)
