@@ -289,13 +289,44 @@ def check_job(cfg: DictConfig, launcher: Any = None) -> None:
     for field in ("gpus_per_task", "gpus_per_node"):
         if launcher is not None and (launcher.get(field) or 0) > 0:
             asked.append(f"hydra.launcher.{field}={launcher.get(field)}")
-    device = str(cfg.get("embedder", {}).get("device") or "")
-    if device.startswith("cuda"):
-        asked.append(f"embedder.device={device}")
-    if asked and gpus_visible() == 0:
-        raise ConfigError(f"{', '.join(asked)} asks for a GPU, but this job sees none "
-                          f"(host {os.uname().nodename}, CUDA_VISIBLE_DEVICES="
-                          f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
+    devices = cuda_devices(cfg)
+    asked += [f"{key}={value}" for key, (value, _) in devices.items()]
+    if not asked:
+        return
+    seen = gpus_visible()
+    where = f"host {os.uname().nodename}, CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}"
+    if seen == 0:
+        raise ConfigError(f"{', '.join(asked)} asks for a GPU, but this job sees none ({where})")
+    beyond = [f"{key}={value}" for key, (value, index) in devices.items() if index >= seen]
+    if beyond:
+        raise ConfigError(f"{', '.join(beyond)}: this job sees {seen} GPU(s), cuda:0 to cuda:{seen - 1} ({where})")
+
+
+def cuda_devices(cfg: DictConfig) -> dict[str, tuple[str, int]]:
+    """Each ``device`` setting of the run (the embedder's, an LLM's, a role's, a metric's) that
+    names a GPU: its path, its value and the GPU's index, one path per value (an interpolation
+    repeats the value it points at). ``cuda:x`` is refused by name."""
+    try:
+        tree = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException:  # a bad interpolation: reported by the stage that reads it
+        tree = OmegaConf.to_container(cfg)
+    found: dict[str, tuple[str, int]] = {}
+
+    def walk(node: Any, path: str) -> None:
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            at = f"{path}.{key}" if path else str(key)
+            if key == "device" and isinstance(value, str) and value.startswith("cuda"):
+                index = value.partition(":")[2] or "0"
+                if not index.isdigit():
+                    raise ConfigError(f"{at}={value}: not a GPU torch can name (cuda or cuda:N)")
+                if all(value != v for v, _ in found.values()):
+                    found[at] = (value, int(index))
+            elif key != "hydra":
+                walk(value, at)
+
+    walk(tree, "")
+    return found
 
 
 class Preflight(Callback):

@@ -58,6 +58,20 @@ def test_a_job_that_asks_for_a_gpu_and_has_none_stops(make_cfg):
     with pytest.raises(ConfigError, match=r"hydra.launcher.gpus_per_task=1 asks for a GPU"):
         preflight.check_job(make_cfg(), OmegaConf.create({"gpus_per_task": 1}))
     preflight.check_job(make_cfg(), OmegaConf.create({"gpus_per_task": None}))
+    with pytest.raises(ConfigError, match=r"^llm.device=cuda:1 asks for a GPU, but this job sees none"):
+        preflight.check_job(make_cfg("responder=llm", "llm.device=cuda:1"))
+
+
+def test_a_gpu_past_those_the_job_sees_is_named(make_cfg, monkeypatch):
+    monkeypatch.setattr(preflight, "gpus_visible", lambda: 2)
+    cfg = make_cfg("embedder.device=cuda:1", "llm@roles.chunker.llm=transformers", "roles.chunker.llm.device=cuda:7")
+    assert preflight.cuda_devices(cfg) == {"embedder.device": ("cuda:1", 1), "roles.chunker.llm.device": ("cuda:7", 7)}
+    with pytest.raises(ConfigError, match=r"^roles.chunker.llm.device=cuda:7: this job sees 2 GPU\(s\), cuda:0 to "
+                                          r"cuda:1 \(host "):
+        preflight.check_job(cfg)
+    preflight.check_job(make_cfg("embedder.device=cuda:1"))
+    with pytest.raises(ConfigError, match=r"^embedder.device=cuda:one: not a GPU torch can name \(cuda or cuda:N\)$"):
+        preflight.check_job(make_cfg("embedder.device=cuda:one"))
 
 
 def test_slurm_sweep_without_sbatch_stops_before_submitting(tmp_path):
