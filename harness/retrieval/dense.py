@@ -36,6 +36,9 @@ from harness.types import Chunk, ConfigError, Query
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 SIMILARITIES = ("cosine", "dot")
+# Queries per faiss search: faiss keeps only each query's best ``fetch`` (no queries x chunks
+# matrix), so the batch bounds the query vectors and the results, not a score matrix.
+SEARCH_ROWS = 1024
 
 
 class DenseRetriever(Retriever):
@@ -87,6 +90,9 @@ class DenseRetriever(Retriever):
             index = faiss.index_cpu_to_all_gpus(index)
         index.add(vecs)
         return index
+
+    def search_rows(self, n: int) -> int:
+        return SEARCH_ROWS
 
     def search(self, index, queries: Sequence[Query], k: int):
         qv = self.query_embedder.encode([self.query_prefix + q.question for q in queries], "embed queries",

@@ -65,7 +65,8 @@ class BM25Retriever(Retriever):
     def search(self, index, queries: Sequence[Query], k: int):
         if isinstance(index, int):
             return top_k(np.zeros((len(queries), index)), k)
-        # Score every chunk (collections are small per document) so ties rank by position.
+        # Every chunk of the collection scored, so ties rank by position; ``queries`` is a batch
+        # (Retriever.search_rows), so the matrix is bounded.
         scores = np.vstack([index.get_scores(self.tokens(q.question)) for q in queries])
         return top_k(scores, k)
 
