@@ -21,12 +21,12 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from harness.progress import tqdm
-from harness.types import Chunk, ConfigError, Query, Retrieved
+from harness.types import Chunk, ConfigError, Query, Ranked, Retrieved
 
 SCOPES = ("document", "corpus")
 # Scores held at once while searching (queries x chunks of a batch): 4M cells, 32 MB of float64 per
@@ -148,11 +148,11 @@ def best_first(part: np.ndarray, pos: np.ndarray, scores: np.ndarray, k: int) ->
     return np.where(invalid, -1, pooled), np.where(invalid, -np.inf, scores)
 
 
-def merged_rankings(pool: Sequence[Chunk], hits: list[tuple[np.ndarray, np.ndarray]], n: int):
+def merged_rankings(pool: Sequence[Chunk], hits: list[tuple[np.ndarray, np.ndarray]], n: int) -> Iterator[Ranked]:
     """Each query's ranking over its indexes (one, or one per view): every index's hits merged by
-    score, equal scores by position (earlier in the document first), as (chunk id, score) pairs."""
+    score, equal scores by position (earlier in the document first)."""
     if not hits:
-        yield from (() for _ in range(n))
+        yield from (Ranked() for _ in range(n))
         return
     positions, scores = (hits[0] if len(hits) == 1 else
                          (np.concatenate([h[0] for h in hits], 1), np.concatenate([h[1] for h in hits], 1)))
@@ -160,8 +160,10 @@ def merged_rankings(pool: Sequence[Chunk], hits: list[tuple[np.ndarray, np.ndarr
         pos_key = np.where(positions >= 0, positions, np.iinfo(np.int64).max)
         order = np.lexsort((pos_key, -scores), axis=-1)
         positions, scores = np.take_along_axis(positions, order, -1), np.take_along_axis(scores, order, -1)
-    for pos, sc in zip(positions.tolist(), scores.tolist()):
-        yield tuple((pool[p].chunk_id, s) for p, s in zip(pos, sc) if p >= 0)
+    ids = np.array([c.chunk_id for c in pool], dtype=object)  # the chunks' own strings, shared by the rankings
+    for pos, sc in zip(positions, scores):
+        valid = pos >= 0
+        yield Ranked(ids[pos[valid]], np.ascontiguousarray(sc[valid], dtype=np.float64).tobytes())
 
 
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -194,3 +194,29 @@ def test_dense_search_in_batches_ranks_as_one_search(monkeypatch, tmp_path):
     for x in whole:  # ties by position: of equal scores the earlier chunk first
         keys = [(-s, next(i for i, c in enumerate(document_order(chunks)) if c.chunk_id == cid)) for cid, s in x.ranked]
         assert keys == sorted(keys)
+
+
+def test_ranked_reads_as_the_tuple_of_pairs_it_replaces():
+    import pickle
+
+    from harness.types import Ranked, Retrieved
+
+    pairs = (("a#0", 2.5), ("b#1", 0.0), ("a#2", -1.0))
+    r = Ranked.of(pairs)
+    assert r == pairs and pairs == r and list(r) == list(pairs) and len(r) == 3
+    assert r[0] == ("a#0", 2.5) and r[:2] == pairs[:2] and isinstance(r[1:], Ranked)
+    assert [cid for cid, _ in r] == ["a#0", "b#1", "a#2"] and Ranked() == ()
+    assert pickle.loads(pickle.dumps(r)) == r and hash(r) == hash(Ranked.of(pairs))
+    old = Retrieved("q", pairs)  # a ranking cached before Ranked: assemblers and metrics iterate it alike
+    assert pickle.loads(pickle.dumps(old)).ranked == r
+
+
+def test_an_old_ranking_assembles_as_a_new_one():
+    from harness.retrieval.assemblers import TokenBudgetAssembler, TopKAssembler
+    from harness.types import Ranked, Retrieved
+
+    chunks = {c.chunk_id: c for c in synthetic(views=("text",))[0]}
+    pairs = tuple((cid, float(-i)) for i, cid in enumerate(list(chunks)[::3]))
+    for assembler in (TokenBudgetAssembler(budget=20, unit="words"), TopKAssembler(k=2, unit="words")):
+        old = assembler.assemble(Retrieved("q", pairs), chunks)
+        assert assembler.assemble(Retrieved("q", Ranked.of(pairs)), chunks) == old
