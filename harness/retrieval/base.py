@@ -29,10 +29,10 @@ from harness.progress import tqdm
 from harness.types import Chunk, ConfigError, Query, Ranked, Retrieved
 
 SCOPES = ("document", "corpus")
-# Scores held at once while searching (queries x chunks of a batch): 4M cells, 32 MB of float64 per
-# matrix. Every query's scores at once was the retrieve stage's peak (16,000 questions x 10,590
-# chunks: 5.4 GB, issue 35).
-SCORE_CELLS = 1 << 22
+# Scores held at once while searching (queries x chunks of a batch): 1M cells, 8 MB of float64 per
+# matrix, a few times that in top_k's temporaries. Every query's scores at once was the retrieve
+# stage's peak (16,000 questions x 10,590 chunks: 5.4 GB, issue 35).
+SCORE_CELLS = 1 << 20
 VIEW_INDEXES = ("per_view", "pooled")
 
 

@@ -220,3 +220,19 @@ def test_an_old_ranking_assembles_as_a_new_one():
     for assembler in (TokenBudgetAssembler(budget=20, unit="words"), TopKAssembler(k=2, unit="words")):
         old = assembler.assemble(Retrieved("q", pairs), chunks)
         assert assembler.assemble(Retrieved("q", Ranked.of(pairs)), chunks) == old
+
+
+@pytest.mark.parametrize("method", ["lucene", "bm25+"])
+def test_bm25_built_from_ids_scores_as_from_tokens(bundled, method):
+    """The index is built from vocabulary ids (lexical.token_ids) to save memory: its scores are
+    bm25s's from the token strings, bit for bit."""
+    import bm25s
+
+    queries, chunks = bundled
+    r = BM25Retriever(scope="corpus", method=method)
+    reference = bm25s.BM25(k1=r.k1, b=r.b, method=method)
+    reference.index([r.tokens(c.text) for c in chunks], show_progress=False)
+    index = r.build(chunks)
+    for q in queries[:60]:
+        tokens = r.tokens(q.question)
+        np.testing.assert_array_equal(index.get_scores(tokens), reference.get_scores(tokens))
