@@ -3,7 +3,7 @@ local schema run through the real pipeline (`dataset=local chunker=fixed retriev
 tracking=none`), CPU seconds and peak RSS per stage, cache bytes, and the fitted growth.
 
     .venv/bin/python scripts/bench_scale.py [--sizes 1,10,50,200] [--questions 1000]
-        [--question-sweep 250,4000,16000] [--sweep-mb 10] [--dense-max-mb 10] [--work DIR] [--out FILE]
+        [--question-sweep 250,4000,16000] [--sweep-mb 10] [--dense-max-mb 1] [--work DIR] [--out FILE]
 
 Corpora: pseudo-words drawn from a Zipf-like vocabulary of 30,000, sentences of 6-24 words,
 documents of about 7 KB (1 MB holds about 140), generated from a fixed seed. Each question is
@@ -288,14 +288,15 @@ def growth_table(rows: list[Row]) -> list[str]:
     lines = ["| retriever | sizes | " + " | ".join(f"{s} CPU | {s} peak" for s in STAGES) + " |",
              "|" + "---|" * (2 + 2 * len(STAGES))]
     for retriever in dict.fromkeys(r.retriever for r in rows):
-        mine = [r for r in rows if r.retriever == retriever]
+        mine = sorted((r for r in rows if r.retriever == retriever), key=lambda r: r.mb)
         if len({r.mb for r in mine}) < 2:
             continue
         cells = [retriever, ", ".join(f"{r.mb:g}" for r in mine) + " MB"]
         for i, _ in enumerate(STAGES):
             for value in (lambda s: s.cpu, lambda s: s.peak_mb - s.start_mb):
-                b = slope([r.mb for r in mine], [value(r.stages[i]) for r in mine])
-                cells.append("" if b is None else f"{b:.2f}")
+                fits = [slope([r.mb for r in part], [value(r.stages[i]) for r in part]) for part in (mine, mine[-2:])]
+                cells.append(" ".join(f"{b:.2f}" if j == 0 else f"({b:.2f})" for j, b in enumerate(fits)
+                                      if b is not None))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -314,7 +315,8 @@ def report(sizes: list[Row], sweep: list[Row], args) -> str:
     if sweep:
         out += [f"## By question count ({args.sweep_mb:g} MB corpus, BM25)", "", *stage_table(sweep), ""]
     out += ["## Cache bytes by namespace (files)", "", *cache_table(sizes + sweep), "",
-            "## Fitted growth (slope of log value on log corpus MB; peak: peak minus start)", "",
+            "## Fitted growth (slope of log value on log corpus MB over every size, in brackets over the two "
+            "largest, where fixed costs weigh least; peak: peak minus start)", "",
             *growth_table(sizes), ""]
     return "\n".join(out)
 
@@ -325,7 +327,8 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=1000, help="questions per corpus of --sizes")
     ap.add_argument("--question-sweep", default="250,4000,16000", help="question counts on the --sweep-mb corpus")
     ap.add_argument("--sweep-mb", type=float, default=10)
-    ap.add_argument("--dense-max-mb", type=float, default=10, help="dense retrieval on the sizes up to this")
+    ap.add_argument("--dense-max-mb", type=float, default=1,
+                    help="dense retrieval on the sizes up to this (1 MB: about 200 CPU s on 2 cores)")
     ap.add_argument("--work", default="/tmp/chunkbench-scale", help="corpora and caches (reused corpora)")
     ap.add_argument("--out", default=None, help="write the markdown here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
