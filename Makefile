@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast bench reproduce-tables challenge clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
+.PHONY: setup run test test-fast bench bench-scale reproduce-tables challenge clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
 
 setup: $(STAMP)
 
@@ -67,6 +67,12 @@ $(BENCH_STAMP): pyproject.toml constraints.txt
 
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python scripts/bench_speed.py --out results/performance.md $(BENCH_ARGS)
+	$(MAKE) --no-print-directory bench-scale
+
+# Every stage's CPU and peak memory as the corpus grows to 200 MB and the questions to 16,000
+# (scripts/bench_scale.py -> results/scale.md; about half an hour on 2 cores). No peers: .venv.
+bench-scale: setup
+	$(BIN)/python scripts/bench_scale.py --out results/scale.md $(SCALE_ARGS)
 
 # The default benchmark on the bundled sample; pass Hydra overrides with ARGS="...".
 run: setup

@@ -18,6 +18,14 @@ unnormalised inner product).
 faiss-cpu by default; when the `gpu` extra (faiss-gpu) is installed and a GPU is
 visible, the index moves to the GPUs. Flat inner-product search is exact, so CPU and
 GPU rank the same chunks.
+
+``index``: ``flat`` (the default: exact, every query against every chunk) or ``ivf`` (faiss's
+IndexIVFFlat, for collections past what a flat scan serves in time: the vectors are clustered into
+``ivf_lists`` lists by k-means, default 4 sqrt(n), at most n/39 (faiss wants 39 training vectors
+a list), and a query scans only the ``nprobe`` lists nearest it, so it is approximate: a chunk in
+an unprobed list is not ranked). ``nprobe`` >= the lists scans them all, exactly. The defaults
+are the constructor's and stay out of the config file, so flat runs keep their cache keys; name
+them with ``+retriever.index=ivf +retriever.nprobe=32``.
 """
 
 from __future__ import annotations
@@ -36,6 +44,11 @@ from harness.types import Chunk, ConfigError, Query
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 SIMILARITIES = ("cosine", "dot")
+INDEXES = ("flat", "ivf")
+IVF_MIN_PER_LIST = 39  # faiss's k-means warns below 39 training vectors per centroid
+# Queries per faiss search: faiss keeps only each query's best ``fetch`` (no queries x chunks
+# matrix), so the batch bounds the query vectors and the results, not a score matrix.
+SEARCH_ROWS = 1024
 
 
 class DenseRetriever(Retriever):
@@ -43,10 +56,17 @@ class DenseRetriever(Retriever):
                  query_model: str | None = None, passage_model: str | None = None, query_prefix: str = "",
                  passage_prefix: str = "", pooling: str | None = None, max_seq_length: int | None = None,
                  similarity: str = "cosine", batch_size: int = 64, device: str | None = None,
-                 cache: Cache | None = None, scope: str = "document", top_k: int = 100, use_gpu: bool = True):
+                 cache: Cache | None = None, scope: str = "document", top_k: int = 100, use_gpu: bool = True,
+                 index: str = "flat", nprobe: int = 16, ivf_lists: int | None = None):
         super().__init__(scope, top_k)
         if similarity not in SIMILARITIES:
             raise ConfigError(f"retriever.similarity must be one of {', '.join(SIMILARITIES)}; got {similarity!r}")
+        if index not in INDEXES:
+            raise ConfigError(f"retriever.index must be one of {', '.join(INDEXES)}; got {index!r}")
+        for name, value in (("nprobe", nprobe), ("ivf_lists", ivf_lists)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"retriever.{name} must be an integer >= 1; got {value!r}")
+        self.index_type, self.nprobe, self.ivf_lists = index, nprobe, ivf_lists
         if embedder is not None:
             if not isinstance(embedder, SentenceTransformerEmbedder):
                 raise ConfigError(f"retriever.embedder must build an embedder (embedder: ${{embedder}}); "
@@ -82,11 +102,29 @@ class DenseRetriever(Retriever):
 
         vecs = self.embedder.encode([self.passage_prefix + c.text for c in chunks], "embed chunks",
                                            normalize=self.similarity == "cosine")
-        index = faiss.IndexFlatIP(vecs.shape[1])
+        index = self._empty_index(vecs)
         if self.use_gpu and hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
             index = faiss.index_cpu_to_all_gpus(index)
         index.add(vecs)
         return index
+
+    def _empty_index(self, vecs: np.ndarray):
+        """A flat index, or an IVF one trained on ``vecs`` (lists: see the module docstring)."""
+        import faiss
+
+        dim = vecs.shape[1]
+        if self.index_type == "flat":
+            return faiss.IndexFlatIP(dim)
+        n = len(vecs)
+        lists = self.ivf_lists or round(4 * n ** 0.5)
+        lists = max(1, min(lists, n // IVF_MIN_PER_LIST))
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT)
+        index.train(vecs)
+        index.nprobe = min(self.nprobe, lists)
+        return index
+
+    def search_rows(self, n: int) -> int:
+        return SEARCH_ROWS
 
     def search(self, index, queries: Sequence[Query], k: int):
         qv = self.query_embedder.encode([self.query_prefix + q.question for q in queries], "embed queries",
@@ -97,6 +135,8 @@ class DenseRetriever(Retriever):
         fetch = min(n, k + 1)
         while True:
             scores, positions = index.search(qv, fetch)
-            if fetch == n or not np.any(scores[:, k - 1] == scores[:, -1]):
+            # an IVF row that found fewer than ``fetch`` is padded (-1): nothing beyond it to widen to
+            tied = (scores[:, k - 1] == scores[:, -1]) & (positions[:, -1] >= 0)
+            if fetch == n or not np.any(tied):
                 return positions, scores
             fetch = min(n, 2 * fetch)
