@@ -44,7 +44,7 @@ import pickle
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +129,17 @@ class Timed:
     seconds: float
 
 
+class HashingWriter:
+    """A file's ``write`` that also hashes what passes through it (pickle writes in frames)."""
+
+    def __init__(self, f):
+        self.f, self.sha = f, hashlib.sha256()
+
+    def write(self, data) -> int:
+        self.sha.update(data)
+        return self.f.write(data)
+
+
 class Cache:
     """Stage outputs (pickles) and per-text arrays (embeddings), with hit/miss counts
     per namespace that the run record reports, and the compute seconds of the timed
@@ -143,7 +154,9 @@ class Cache:
     def _path(self, namespace: str, key: str) -> Path:
         return self.dir / namespace / key[:2] / key
 
-    def _write(self, namespace: str, key: str, data: bytes) -> None:
+    def _write(self, namespace: str, key: str, fill: Callable[[HashingWriter], Any]) -> None:
+        """Store the payload ``fill`` writes. It goes to the file as it is made (a pickle of a
+        200 MB dataset is never a second 200 MB in memory); its checksum follows into the header."""
         path = self._path(namespace, key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,8 +165,12 @@ class Cache:
             raise self._unwritable(path, e) from None
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + key_digest(namespace, key) + hashlib.sha256(data).digest())
-                f.write(data)
+                header = MAGIC + key_digest(namespace, key)
+                f.write(header + bytes(hashlib.sha256().digest_size))  # the checksum's place
+                writer = HashingWriter(f)
+                fill(writer)
+                f.seek(len(header))
+                f.write(writer.sha.digest())
             os.replace(tmp, path)
         except BaseException as e:
             Path(tmp).unlink(missing_ok=True)  # the half-written entry; those stored before stay whole
@@ -230,7 +247,7 @@ class Cache:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     def put(self, namespace: str, key: str, value: Any) -> None:
-        self._write(namespace, key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        self._write(namespace, key, lambda f: pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL))
 
     def get_timed(self, namespace: str, key: str) -> Any | None:
         """A :class:`Timed` entry's value (its seconds added to ``reused_seconds``); an entry
@@ -250,7 +267,7 @@ class Cache:
         return None if data is None else np.frombuffer(data, dtype=np.float32)
 
     def put_array(self, namespace: str, key: str, value: np.ndarray) -> None:
-        self._write(namespace, key, np.ascontiguousarray(value, dtype=np.float32).tobytes())
+        self._write(namespace, key, lambda f: f.write(np.ascontiguousarray(value, dtype=np.float32).tobytes()))
 
     def counts(self, since: dict[str, dict[str, int]] | None = None) -> dict[str, dict[str, int]]:
         """Hits and misses per namespace (those after the ``since`` snapshot: one run's, when
