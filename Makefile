@@ -78,11 +78,13 @@ bench-scale: setup
 run: setup
 	$(BIN)/chunkbench run $(ARGS)
 
-# The suite runs in parallel (pytest-xdist), one worker per core up to 4 (each loads the models),
-# each test file on one worker so its module fixtures are built once; tests/conftest.py gives each
-# worker its share of the cores for torch. TEST_WORKERS=0 runs it in this process.
+# The suite runs in parallel (pytest-xdist), one worker per core up to 4 (each loads the models);
+# a worker that runs out of tests takes some of another's (worksteal: the slow end-to-end files no
+# longer finish on one worker while the other waits; 15m36s against 16m35s by file here, though a
+# module fixture may be built on both). tests/conftest.py gives each worker its share of the cores
+# for torch. TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
-XDIST := -n $(TEST_WORKERS) --dist loadfile
+XDIST := -n $(TEST_WORKERS) --dist worksteal
 test: setup
 	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
