@@ -11,6 +11,7 @@ docstring of :mod:`harness.report.tables.spec` says what each key means.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from pathlib import Path
@@ -124,11 +125,12 @@ def read(path: Path, where: str) -> dict[str, Any]:
     every default filled in (interpolations in its overrides stay as written: the run's config
     resolves them, so the file is not turned into the dataclasses, which would resolve them)."""
     try:
-        top = yaml.compose(path.read_text(encoding="utf-8"))  # the document's top node, nothing built yet
+        text = path.read_text(encoding="utf-8")
+        top = yaml.compose(text)  # the document's top node, nothing built yet
         if top is not None and not isinstance(top, yaml.MappingNode):
             got = "a list" if isinstance(top, yaml.SequenceNode) else f"the value {str(top.value)[:60]!r}"
             raise ConfigError(f"{where} ({path}): a table file is a mapping (title: ..., rows: ...), got {got}")
-        loaded = OmegaConf.load(path)
+        loaded = OmegaConf.load(io.StringIO(text))
     except (yaml.YAMLError, OSError, UnicodeDecodeError) as e:  # not YAML at all: OmegaConf passes yaml's error on
         raise ConfigError(f"{where} ({path}): {yaml_problem(e)}") from None
     try:
