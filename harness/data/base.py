@@ -113,6 +113,9 @@ class DatasetLoader(ABC):
     sources: ClassVar[tuple[str, ...]] = ()
     default_source: ClassVar[str | None] = None
     bundled_dir: ClassVar[Path | None] = None
+    # The bundled copy is the publisher's whole release, checksummed (Chroma's 1.45 MB), not a
+    # sample: a full-scale run may read it (describe()'s "sample" is False).
+    bundled_release: ClassVar[bool] = False
 
     @classmethod
     def evidence_unit(cls, subset: str | None = None) -> str:
@@ -217,7 +220,8 @@ class DatasetLoader(ABC):
         source, path = cls.resolve_source(params.get("source"), params.get("path"), name)
         where = {"path": None if path is None else str(Path(path)), "bundled": str(cls.bundled_dir),
                  "hub": cls.described_hub_id(params)}[source]
-        return {"name": name, "source": source, "path": where}
+        return {"name": name, "source": source, "path": where,
+                "sample": source == "bundled" and not cls.bundled_release}
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -336,7 +340,7 @@ def describe_source(node: Mapping[str, Any]) -> dict[str, Any]:
     ``{"name": ..., "source": "bundled" | "hub" | "path", "path": ...}``, ``path`` being the
     local folder or file (None when ``source=path`` has no ``dataset.path`` yet: the loader
     itself refuses that, saying how to get the data), the Hub id, or the bundled sample's
-    folder. ``node``: the composed ``dataset`` node, resolved (a plain dict; a DictConfig is
+    folder; ``sample``: whether that is a bundled stand-in rather than the whole release. ``node``: the composed ``dataset`` node, resolved (a plain dict; a DictConfig is
     resolved here). A source the loader refuses (one it does not support, a path given with
     ``source=bundled``; beir_stitched's miracl / bioasq from the Hub) is the same ConfigError a
     run gives. Only the source is checked, not whether the data is there."""

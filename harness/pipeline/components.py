@@ -113,7 +113,7 @@ def check_full_scale(cfg: DictConfig) -> None:
                               f"({role.describe()}); set {path}.model (or the run's {role.follows or 'model'}) "
                               f"to the paper's, or run scale=smoke")
     source = describe_source(OmegaConf.to_container(cfg.dataset, resolve=True))
-    if source.get("source") == "bundled":
+    if source.get("sample"):
         raise ConfigError(f"dataset {source.get('name')}: scale=full reads the paper's data, not the bundled "
                           f"sample; set dataset.source=hub or dataset.source=path dataset.path=<folder>, "
                           f"or run scale=smoke")

@@ -34,13 +34,14 @@ EXPECTED = {
     "hicbench": (("path",), "path", None),
     "local": (("path",), "path", None),
     "wikiweb2m": (("path",), "path", None),
+    "chroma": (("bundled", "path"), "bundled", None),
 }
 # a fragment of each loader's how_to_get(), which the error for a missing path carries
 HOW = {"gutenqa": "gutenqa_chunks.parquet", "ohrbench": "OHR-Bench", "crud": "CRUD_RAG",
        "hchemsafety": "HChemSafety/", "multifieldqa_zh": "data.zip", "omnieval": "FlashRAG",
        "qasper": "qasper-test-v0.3.json", "longbench": "data.zip", "ragbench": "huggingface-cli",
        "beir_stitched": "scifact.zip", "nq": "jsonl.gz", "hicbench": "HiChunk's layout",
-       "local": "documents.jsonl", "wikiweb2m": "TensorFlow"}
+       "local": "documents.jsonl", "wikiweb2m": "TensorFlow", "chroma": "general_evaluation_data"}
 
 
 def _node(name: str, *overrides: str) -> dict:
@@ -183,7 +184,7 @@ def test_legacy_hub_path_is_refused_where_there_is_no_hub(name):
 def test_describe_source_of_every_config(name):
     sources, default, hub_id = EXPECTED[name]
     got = describe_source(_node(name))
-    assert set(got) == {"name", "source", "path"} and got["source"] == default
+    assert set(got) == {"name", "source", "path", "sample"} and got["source"] == default
     cls = _class(name)
     assert got["path"] == {"bundled": str(cls.bundled_dir), "hub": hub_id, "path": None}[default]
     if default != "path":  # the loader itself says the same
@@ -198,7 +199,7 @@ def test_describe_source_of_every_config(name):
 def test_describe_source_with_a_path_reads_nothing(name, tmp_path):
     absent = tmp_path / "not_there"  # no loader could read it; describing it reads nothing
     got = describe_source(_node(name, f"dataset.path={absent}"))
-    assert got == {"name": _build_name(name), "source": "path", "path": str(absent)}
+    assert got == {"name": _build_name(name), "source": "path", "path": str(absent), "sample": False}
 
 
 @pytest.mark.parametrize("name", DATASETS)
@@ -208,22 +209,29 @@ def test_describe_source_matches_the_loader_for_every_source(name, folder):
         node = _node(name, f"dataset.source={source}", *path)
         loader = _build(name, f"dataset.source={source}", *path)
         assert describe_source(node) == {"name": loader.name, "source": loader.source,
-                                         "path": loader.location}
+                                         "path": loader.location,
+                                         "sample": source == "bundled" and not loader.bundled_release}
 
 
 def test_describe_source_names_derived_from_parameters():
     assert describe_source(_node("beir_stitched", "dataset.corpus=nfcorpus")) == {
-        "name": "beir_stitched/nfcorpus", "source": "hub", "path": "BeIR/nfcorpus"}
+        "name": "beir_stitched/nfcorpus", "source": "hub", "path": "BeIR/nfcorpus", "sample": False}
     assert describe_source(_node("beir_stitched", "dataset.hub_id=me/copy")) == {
-        "name": "beir_stitched/scifact", "source": "hub", "path": "me/copy"}
+        "name": "beir_stitched/scifact", "source": "hub", "path": "me/copy", "sample": False}
     assert describe_source(_node("hicbench", "dataset.subset=qasper_all",
                                  "dataset.path=/data/hc")) == {
-        "name": "hichunk/qasper_all", "source": "path", "path": "/data/hc"}
+        "name": "hichunk/qasper_all", "source": "path", "path": "/data/hc", "sample": False}
     assert describe_source(_node("gutenqa", "dataset.name=mine")) == {
-        "name": "mine", "source": "bundled", "path": str(_class("gutenqa").bundled_dir)}
+        "name": "mine", "source": "bundled", "path": str(_class("gutenqa").bundled_dir), "sample": True}
     # a node that leaves keys out gets the loader's own defaults
     assert describe_source({"_target_": "harness.data.qasper.Qasper"}) == {
-        "name": "qasper", "source": "hub", "path": "allenai/qasper"}
+        "name": "qasper", "source": "hub", "path": "allenai/qasper", "sample": False}
+
+
+def test_a_bundled_release_is_no_sample():
+    """Chroma's bundled copy is the whole checksummed release: a full-scale point may read it."""
+    assert describe_source(_node("chroma")) == {
+        "name": "chroma", "source": "bundled", "path": str(_class("chroma").bundled_dir), "sample": False}
 
 
 def test_describe_source_refuses_what_is_no_loader():

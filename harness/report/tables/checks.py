@@ -212,7 +212,7 @@ def incomparable(spec: TableSpec, point: GridRun, scale: str, extra: Sequence[st
         role = found.get(f.subject)
         if role is not None and role.bundled:
             reasons.append(BUNDLED_NAMES[role.kind])
-        elif f.subject == "dataset" and dataset.get("source") == "bundled":
+        elif f.subject == "dataset" and dataset.get("sample"):
             reasons.append(f"bundled sample of {dataset.get('name')}")
         elif role is not None:
             reasons.append(f"{f.subject} {role.model}")

@@ -119,7 +119,7 @@ class PaperSetup:
                 found.append(Finding(path, f"runs the bundled CPU model ({role.describe()})"))
             elif path not in claimed:
                 found.append(Finding(path, f"runs {role.describe()}, which the paper's setup does not declare"))
-        if dataset.get("source") == "bundled":
+        if dataset.get("sample"):
             found.append(Finding("dataset", f"{dataset.get('name')} reads the bundled sample "
                                             f"({dataset.get('path')}), not the paper's data"))
         for e in self.of("datasets", row, group):
