@@ -36,7 +36,8 @@ FAILURES = {"lumber": (("parse_failures",), ("parse_failures", "invalid_ids")),
                          ("segmentation_fallbacks", "judge_parse_failures", "empty_rewrites")),
             "qchunker_multipath": (("parse_failures", "judge_parse_failures"),
                                    ("segmentation_fallbacks", "judge_parse_failures", "empty_rewrites")),
-            "moc": (("parse_failures",), ("parse_failures", "no_rules_located"))}
+            "moc": (("parse_failures",), ("parse_failures", "no_rules_located")),
+            "llm_semantic": (("parse_failures",), ("window_cuts",))}
 
 
 def load_doc(cfg, doc_id: str | None, words: int):

@@ -1,4 +1,4 @@
-"""Fuzz every rule chunker and the two embedding chunkers for span-contract violations.
+"""Fuzz every rule chunker and the embedding chunkers for span-contract violations.
 
     .venv/bin/python scripts/fuzz_spans.py [--docs 1000] [--seed 0]
 
@@ -49,8 +49,10 @@ def hash_embedder():
 
 def chunkers() -> dict[str, tuple[object, bool]]:
     """name -> (a chunker, whether its leaves must cover the text)."""
+    from harness.chunking.cluster_semantic import ClusterSemanticChunker
     from harness.chunking.fixed import FixedSizeChunker
     from harness.chunking.fixed_sentences import SentenceCountChunker
+    from harness.chunking.kamradt_modified import KamradtModifiedChunker
     from harness.chunking.paragraph import ParagraphChunker
     from harness.chunking.recursive import STYLES, RecursiveChunker
     from harness.chunking.semantic_breakpoint import SemanticBreakpointChunker
@@ -75,6 +77,9 @@ def chunkers() -> dict[str, tuple[object, bool]]:
     out["semantic_breakpoint"] = (SemanticBreakpointChunker(embedder, max_size=40), True)
     out["semantic_cluster single_linkage"] = (SemanticClusterChunker(embedder, max_size=40), False)
     out["semantic_cluster dbscan"] = (SemanticClusterChunker(embedder, method="dbscan", max_size=40), False)
+    for reading in ("code", "paper"):
+        out[f"cluster_semantic {reading}"] = (ClusterSemanticChunker(embedder, 40, 10, reading=reading), True)
+        out[f"kamradt_modified {reading}"] = (KamradtModifiedChunker(embedder, 40, 10, reading=reading), True)
     return out
 
 

@@ -36,7 +36,7 @@ With ``buffer_size=0`` (Qu et al.'s setting) both are the same computation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,21 @@ def consecutive_distances(vectors: np.ndarray) -> np.ndarray:
     if len(vectors) < 2:
         return np.zeros(0)
     return 1.0 - np.einsum("ij,ij->i", vectors[:-1], vectors[1:]).astype(np.float64)
+
+
+def window_distances(embed: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str], buffer_size: int,
+                     window_embedding: str = "text") -> np.ndarray:
+    """Cosine distance between each text's window (``buffer_size`` neighbours either side, embedded
+    as ``window_embedding`` says: module docstring) and the next one's (length n-1)."""
+    if len(texts) < 2:
+        return np.zeros(0)
+    if buffer_size and window_embedding == "text":
+        vectors = embed(window_texts(texts, buffer_size))
+    else:
+        vectors = embed(texts)
+        if buffer_size:
+            vectors = window_means(vectors, buffer_size)
+    return consecutive_distances(vectors)
 
 
 def breakpoints(distances: np.ndarray, threshold_type: str, amount: float) -> np.ndarray:
@@ -200,14 +215,8 @@ class SemanticBreakpointChunker(EmbeddingChunker):
         """Sentence indices after which a chunk ends (before any size adjustment)."""
         if len(sentences) < 2:
             return np.zeros(0, dtype=int)
-        texts = [text[s:e] for s, e in sentences]
-        if self.buffer_size and self.window_embedding == "text":
-            vectors = self.embed(window_texts(texts, self.buffer_size))
-        else:
-            vectors = self.embed(texts)
-            if self.buffer_size:
-                vectors = window_means(vectors, self.buffer_size)
-        distances = consecutive_distances(vectors)
+        distances = window_distances(self.embed, [text[s:e] for s, e in sentences], self.buffer_size,
+                                     self.window_embedding)
         return breakpoints(distances, self.threshold_type, self.threshold_amount)
 
     def _sized_spans(self, text: str, sentences: Sequence[Span], groups: list[tuple[int, int]]) -> list[Span]:
