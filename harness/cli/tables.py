@@ -17,16 +17,21 @@ from harness.types import ConfigError
 def add(sub) -> None:
     p = verb(sub, "tables", "the papers' tables: validate, run, render (make reproduce-tables)",
              "chunkbench tables reproduce --tables hichunk/table3,lgmgc/* --scale smoke", [store_options()])
-    p.add_argument("action", choices=("validate", "explain", "run", "render", "reproduce", "plan", "calibrate"),
+    p.add_argument("action", choices=("validate", "explain", "run", "render", "reproduce", "plan", "calibrate",
+                                      "sensitivity"),
                    help="validate: check every grid point (at full scale against the paper's declared setup); "
                         "explain: per point, the models, data and settings it runs beside the paper's; "
                         "plan: points, jobs, each role's work and GPU-hours (an estimate from cited throughput); "
-                        "calibrate: measure throughput on this GPU node into the hardware file")
+                        "calibrate: measure throughput on this GPU node into the hardware file; "
+                        "sensitivity: run the table's other protocol readings (its sensitivity: block) and "
+                        "write each cell beside them")
     p.add_argument("--tables", default="all", help="comma-separated globs over table ids, e.g. hichunk/table3,lgmgc/*")
     p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
     p.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
                    help="a Hydra override for every run; run/reproduce with profile=cluster or hydra/launcher=... "
                         "queue the grid points as the launcher's jobs (a SLURM array) instead of running them here")
+    p.add_argument("--only", default=None, help="run, reproduce, sensitivity: comma-separated globs over a point's "
+                   "row|group, e.g. 'fixed|delucionqa' or '*|delucionqa' (default: every point)")
     p.add_argument("--out", default=None, help="where the rendered files go (default: the repository's results/)")
     p.add_argument("--json", action="store_true", help="explain: a JSON list, one object per grid point; "
                                                        "plan: the plan as JSON, with every point's work")
@@ -52,17 +57,22 @@ def run(args: argparse.Namespace, cfg) -> None:
         return explain(specs, args, extra)
     if args.action == "plan":
         return plan(specs, args, extra)
+    if args.action == "sensitivity":
+        return sensitivity(specs, args, cfg, extra)
     if args.action in ("validate", "run", "reproduce"):  # `run` too: a point that records no metric the
         check_tables(specs, args.scale, extra)  # table needs would run for nothing; checking composes, builds no model
     if args.action in ("run", "reproduce"):
         from harness.report.tables import submit
 
         if submit.uses_launcher(extra):  # profile=cluster, hydra/launcher=...: the points as jobs
+            if args.only:
+                raise ConfigError("--only selects points run here; a launcher's sweep runs every point")
             submit.submit(specs, args.scale, extra)
         else:
             preflight(extra)
+            only = [g for g in (args.only or "").split(",") if g]
             for s in specs:
-                grid.run_table(s, args.scale, extra)
+                grid.run_table(s, args.scale, extra, only=only)
         for s in specs:
             if s.pairwise:  # MC-indexing Figure 3: judge a's answers against b's, once both runs are recorded
                 from harness.report.tables import pairwise_judge
@@ -70,6 +80,23 @@ def run(args: argparse.Namespace, cfg) -> None:
                 pairwise_judge.judge_table(s, args.scale, extra)
     if args.action in ("render", "reproduce"):
         render_tables(specs, args, cfg, extra)
+
+
+def sensitivity(specs, args: argparse.Namespace, cfg, extra: list[str]) -> None:
+    """Each table's readings (its sensitivity: block) run, then written beside the table's cells."""
+    from harness.report.tables import render
+    from harness.report.tables import sensitivity as readings
+
+    out = Path(args.out or render.RESULTS)
+    check_out(out, "--out" if args.out else "the results folder")
+    only = [g for g in (args.only or "").split(",") if g]
+    preflight(extra)
+    for s in specs:
+        readings.run(s, args.scale, extra, only)
+    uri = tracking_uri(args, cfg, extra)
+    with writing(out):
+        for s in specs:
+            print(f"[{s.id}] sensitivity -> {readings.write(readings.build(s, uri, args.scale, extra), out)}")
 
 
 def render_tables(specs, args: argparse.Namespace, cfg, extra: list[str]) -> None:

@@ -16,18 +16,27 @@ context's spans (a list: two overlapping chunks are both paid for).
 
 Spans of different documents never overlap. Queries without aligned evidence score NaN
 (left out of means, and counted).
+
+Where a chunk lies (``chunk_spans``): ``carried`` (default) reads the offsets the chunker carried
+through its splitting; ``found`` reads the first occurrence of the chunk's text in its document,
+as Chroma's code places each chunk (``rigorous_document_search``: ``str.find`` first). They differ
+only where a chunk's text recurs earlier in its document (tables, boilerplate, JSON chat logs):
+there ``found`` credits or blames text the chunk never held. A sensitivity reading of Chroma's
+tables; a non-contiguous chunk keeps its parts.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from harness.metrics.base import QueryEval, QueryMetric
 from harness.types import Chunk, ConfigError, Span
 
 Interval = tuple[int, int]
 OMEGA_INTERVALS = ("closed", "open")
+CHUNK_SPANS = ("carried", "found")
 
 
 def union(intervals: Iterable[Interval]) -> list[Interval]:
@@ -145,20 +154,43 @@ class SpanOverlap(QueryMetric):
     sharing a character with the evidence or bordering it (a chunk ending where the evidence
     starts, or starting where it ends), as Chroma's code does (its interval intersection is
     closed), so that numbers compare with Chroma's Table 1; ``open``: only those sharing a
-    character (a positive overlap), the rule before.
+    character (a positive overlap), the rule before. ``chunk_spans``: where a chunk lies,
+    ``carried`` (default) or ``found`` (the first occurrence of its text; module docstring).
     """
 
-    def __init__(self, omega_intervals: str = "closed"):
+    def __init__(self, omega_intervals: str = "closed", chunk_spans: str = "carried"):
         if omega_intervals not in OMEGA_INTERVALS:
             raise ConfigError(f"omega_intervals must be one of {', '.join(OMEGA_INTERVALS)}; "
                               f"got {omega_intervals!r}")
-        self.omega_intervals = omega_intervals
+        if chunk_spans not in CHUNK_SPANS:
+            raise ConfigError(f"chunk_spans must be one of {', '.join(CHUNK_SPANS)}; got {chunk_spans!r}")
+        self.omega_intervals, self.chunk_spans = omega_intervals, chunk_spans
+        # (chunk id, start, end) -> the chunk placed at its text's first occurrence (ids recur across chunkings)
+        self._found: dict[tuple[str, int, int], Chunk] = {}
 
     def keys(self) -> set[str]:
         return {"span_recall", "span_precision", "span_iou", "span_precision_omega"}
 
     def __call__(self, item: QueryEval) -> dict[str, float]:
-        scores = span_scores(item.query.evidence, item.context.spans)
-        scores["span_precision_omega"] = precision_omega(item.query.evidence, item.chunks_by_doc,
-                                                         self.omega_intervals)
+        context, chunks_by_doc = item.context.spans, item.chunks_by_doc
+        if self.chunk_spans == "found":
+            context = tuple(s for c in item.context.chunk_ids for s in self._place(item.chunks_by_id[c], item).spans)
+            chunks_by_doc = {doc: [self._place(c, item) for c in chunks]
+                             for doc, chunks in chunks_by_doc.items() if doc in {e.doc_id for e in item.query.evidence}}
+        scores = span_scores(item.query.evidence, context)
+        scores["span_precision_omega"] = precision_omega(item.query.evidence, chunks_by_doc, self.omega_intervals)
         return scores
+
+    def _place(self, chunk: Chunk, item: QueryEval) -> Chunk:
+        """``chunk`` at the first occurrence of its text in its document (kept where it is when
+        it has parts, or its text is not the document's: a rewritten chunk)."""
+        key = (chunk.chunk_id, chunk.start, chunk.end)
+        placed = self._found.get(key)
+        if placed is None:
+            placed = chunk
+            if not chunk.parts:
+                at = item.documents[chunk.doc_id].text.find(chunk.text)
+                if at >= 0:
+                    placed = replace(chunk, start=at, end=at + len(chunk.text))
+            self._found[key] = placed
+        return placed

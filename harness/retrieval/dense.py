@@ -25,7 +25,12 @@ IndexIVFFlat, for collections past what a flat scan serves in time: the vectors 
 a list), and a query scans only the ``nprobe`` lists nearest it, so it is approximate: a chunk in
 an unprobed list is not ranked). ``nprobe`` >= the lists scans them all, exactly. The defaults
 are the constructor's and stay out of the config file, so flat runs keep their cache keys; name
-them with ``+retriever.index=ivf +retriever.nprobe=32``.
+them with ``+retriever.index=ivf +retriever.nprobe=32``. ``hnsw`` is faiss's IndexHNSWFlat (a
+navigable small-world graph of ``hnsw_m`` links a vector, built with ``ef_construction``, searched
+with ``ef_search`` candidates or the k asked, whichever is more: approximate), with the defaults
+of hnswlib as Chroma's collections use it (M 16, construction ef 100) and Chroma's evaluation's
+``hnsw:search_ef`` 50: the search its report ran (``+retriever.index=hnsw +retriever.top_k=5``, so
+that k does not widen the search past 50).
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from harness.types import Chunk, ConfigError, Query
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 SIMILARITIES = ("cosine", "dot")
-INDEXES = ("flat", "ivf")
+INDEXES = ("flat", "ivf", "hnsw")
 IVF_MIN_PER_LIST = 39  # faiss's k-means warns below 39 training vectors per centroid
 # Queries per faiss search: faiss keeps only each query's best ``fetch`` (no queries x chunks
 # matrix), so the batch bounds the query vectors and the results, not a score matrix.
@@ -57,16 +62,19 @@ class DenseRetriever(Retriever):
                  passage_prefix: str = "", pooling: str | None = None, max_seq_length: int | None = None,
                  similarity: str = "cosine", batch_size: int = 64, device: str | None = None,
                  cache: Cache | None = None, scope: str = "document", top_k: int = 100, use_gpu: bool = True,
-                 index: str = "flat", nprobe: int = 16, ivf_lists: int | None = None):
+                 index: str = "flat", nprobe: int = 16, ivf_lists: int | None = None, hnsw_m: int = 16,
+                 ef_construction: int = 100, ef_search: int = 50):
         super().__init__(scope, top_k)
         if similarity not in SIMILARITIES:
             raise ConfigError(f"retriever.similarity must be one of {', '.join(SIMILARITIES)}; got {similarity!r}")
         if index not in INDEXES:
             raise ConfigError(f"retriever.index must be one of {', '.join(INDEXES)}; got {index!r}")
-        for name, value in (("nprobe", nprobe), ("ivf_lists", ivf_lists)):
+        for name, value in (("nprobe", nprobe), ("ivf_lists", ivf_lists), ("hnsw_m", hnsw_m),
+                            ("ef_construction", ef_construction), ("ef_search", ef_search)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"retriever.{name} must be an integer >= 1; got {value!r}")
         self.index_type, self.nprobe, self.ivf_lists = index, nprobe, ivf_lists
+        self.hnsw_m, self.ef_construction, self.ef_search = hnsw_m, ef_construction, ef_search
         if embedder is not None:
             if not isinstance(embedder, SentenceTransformerEmbedder):
                 raise ConfigError(f"retriever.embedder must build an embedder (embedder: ${{embedder}}); "
@@ -109,12 +117,16 @@ class DenseRetriever(Retriever):
         return index
 
     def _empty_index(self, vecs: np.ndarray):
-        """A flat index, or an IVF one trained on ``vecs`` (lists: see the module docstring)."""
+        """A flat index, an HNSW graph, or an IVF one trained on ``vecs`` (module docstring)."""
         import faiss
 
         dim = vecs.shape[1]
         if self.index_type == "flat":
             return faiss.IndexFlatIP(dim)
+        if self.index_type == "hnsw":
+            index = faiss.IndexHNSWFlat(dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction, index.hnsw.efSearch = self.ef_construction, self.ef_search
+            return index
         n = len(vecs)
         lists = self.ivf_lists or round(4 * n ** 0.5)
         lists = max(1, min(lists, n // IVF_MIN_PER_LIST))

@@ -284,3 +284,22 @@ def test_fingerprint_tracks_files_and_parameters(tmp_path):
     rows[0]["question"] += "?"
     _write(folder, "techqa", rows)
     assert a != RAGBench(folder, subset="techqa").fingerprint()
+
+
+def test_the_bundled_test_splits_are_the_hub_files_and_load():
+    """DelucionQA's and ExpertQA's test files, bundled for Qu et al.'s Table 11 (CC-BY-4.0):
+    unchanged (SHA256SUMS), and read as a path in the Hub layout with Table 5's filters."""
+    import hashlib
+
+    from harness.data.base import SAMPLES_DIR
+
+    folder = SAMPLES_DIR / "ragbench"
+    for line in (folder / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest, name
+    counts = {}
+    for subset in ("delucionqa", "expertqa"):
+        ds = RAGBench(path=folder, subset=[subset], require_evidence=True, duplicate_ids="first").load()
+        counts[subset] = (ds.report["n_docs"], ds.report["n_queries"])
+    # Qu et al. Table 5 gives ExpertQA 777 and DelucionQA 235 documents
+    assert counts == {"delucionqa": (235, 92), "expertqa": (777, 191)}

@@ -274,3 +274,24 @@ def test_span_overlap_omega_intervals_option():
     assert SpanOverlap(omega_intervals="open")(item)["span_precision_omega"] == 1.0
     with pytest.raises(ConfigError, match="omega_intervals"):
         SpanOverlap(omega_intervals="half-open")
+
+
+def test_chunk_spans_found_places_a_repeated_chunk_at_its_first_occurrence():
+    """Chroma's code finds each chunk's text in the corpus: a chunk whose text recurs earlier is
+    scored there (``found``); the carried offsets score where the chunker cut it."""
+    text = "Total 10.\nTotal 10.\nOther."
+    doc = Document("d", text)
+    chunks = {"d": [Chunk("d#0", "d", "Total 10.", 0, 9), Chunk("d#1", "d", "Total 10.", 10, 19),
+                    Chunk("d#2", "d", "Other.", 20, 26)]}
+    q = Query("q", "?", evidence=(S(10, 19),))            # the second "Total 10."
+    ctx = Context("q", ("d#1",), "Total 10.", 3, spans=(S(10, 19),))
+    item = query_eval(q, ctx, chunks_by_doc=chunks, documents={"d": doc})
+    carried = SpanOverlap()(item)
+    assert (carried["span_recall"], carried["span_precision_omega"]) == (1.0, 1.0)
+    found = SpanOverlap(chunk_spans="found")(item)
+    # d#1 is placed at [0, 9), where d#0 is: the context holds no evidence, and no placed chunk
+    # touches [10, 19) (both end a character before it, d#2 starts one after it).
+    assert found["span_recall"] == 0.0 and found["span_precision"] == 0.0
+    assert found["span_precision_omega"] == pytest.approx(0.0)
+    with pytest.raises(ConfigError, match="chunk_spans must be one of carried, found"):
+        SpanOverlap(chunk_spans="located")

@@ -427,3 +427,48 @@ def test_three_processes_running_one_table_record_each_point_once(tmp_path):
     assert sorted(runs) == [("FINISHED",)] * 3   # 3 grid points, each logged by one process
     said = "".join(out for out, _ in outs)
     assert said.count("already recorded as run") == 6   # the other two processes' 3 points each
+
+
+def test_only_selects_points_by_row_and_group_globs():
+    from harness.report.tables import grid, spec
+
+    t = spec.select("chroma/table2")[0]
+    points = t.runs("smoke")
+    assert grid.selected(points) == points
+    assert [p.row for p in grid.selected(points, ["tokentext_*|all"])] == [
+        "tokentext_250_125", "tokentext_250_0", "tokentext_200_0"]
+    assert [p.row for p in grid.selected(points, ["cluster_200|*", "recursive_200_0|all"])] == [
+        "recursive_200_0", "cluster_200"]
+    assert grid.selected(points, ["*|delucionqa"]) == []
+
+
+@pytest.mark.slow
+def test_sensitivity_readings_run_apart_and_sit_beside_the_tables_cells(tmp_path):
+    """A reading is the grid again with its overrides last, in an experiment of its own: the
+    table's cells never read it, and each line holds both values and their difference."""
+    from mlflow.tracking import MlflowClient
+
+    from harness.report.tables import sensitivity
+
+    body = DEMO + ("sensitivity:\n  small: {label: one chunk, overrides: [context=topk, context.k=1], "
+                   "why: a test}\n")
+    t = write_table(tmp_path, body, "row,column,value\nsentence,paper_data/erec,50.0\n")
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    extra = [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"]
+    grid.run_table(t, "smoke", extra, log=lambda *_: None, only=["sentence|*"])
+    sensitivity.run(t, "smoke", extra, only=["sentence|*"], log=lambda *_: None)
+    client = MlflowClient(uri)
+    params = {e.name: [r.data.params for r in client.search_runs([e.experiment_id])] for e in client.search_experiments()}
+    assert [p["context.k"] for p in params["sensitivity/demo/t1/small"]] == ["1"]   # the reading's overrides, last
+    assert [p["context._target_"].rsplit(".", 1)[1] for p in params["tables/demo/t1"]] == ["TokenBudgetAssembler"]
+    s = sensitivity.build(t, uri, "smoke")
+    table = render.build(t, uri, "smoke")
+    assert s.table.cells == table.cells   # the reading's run is not one of the table's
+    (line,) = [x for x in sensitivity.lines(s) if x["row"] == "sentence"]
+    small = s.by_reading["small"].cells[("sentence", "paper_data/erec")].ours
+    assert float(line["small"]) == pytest.approx(small, abs=0.05) and line["paper"] == "50.0"
+    assert float(line["small_diff"]) == pytest.approx(small - table.cells[("sentence", "paper_data/erec")].ours, abs=0.1)
+    md = sensitivity.write(s, tmp_path / "out").read_text()
+    assert "**small**: one chunk (`context=topk context.k=1`). a test" in md and "| Sentence | PaperSet ERec | 50.0 |" in md
+    with pytest.raises(ConfigError, match="no sensitivity: block"):
+        sensitivity.readings(write_table(tmp_path / "none", DEMO))

@@ -57,7 +57,20 @@ def test_a_small_collection_gets_one_list_and_is_exact():
     assert r._empty_index(Vectors().encode([c.text for c in CHUNKS])).nlist == 10
 
 
-@pytest.mark.parametrize("kw, match", [({"index": "hnsw"}, "retriever.index must be one of flat, ivf"),
+def test_hnsw_with_a_wide_search_ranks_as_flat_and_a_narrow_one_finds_most():
+    """Chroma's collections search an HNSW graph (hnswlib, M 16, construction ef 100, search ef 50)."""
+    flat = rankings()
+    assert rankings(index="hnsw", ef_search=400) == flat
+    narrow = rankings(index="hnsw", hnsw_m=4, ef_construction=16, ef_search=10)
+    found = np.mean([len({c for c, _ in a} & {c for c, _ in b}) / len(a) for a, b in zip(flat, narrow)])
+    assert narrow != flat and found > 0.8   # approximate: most of the exact top 10, not all
+    r = DenseRetriever(Vectors(), scope="corpus", index="hnsw")
+    index = r._empty_index(Vectors().encode(["a"]))
+    assert (index.hnsw.efConstruction, index.hnsw.efSearch) == (100, 50)
+
+
+@pytest.mark.parametrize("kw, match", [({"index": "annoy"}, "retriever.index must be one of flat, ivf, hnsw"),
+                                       ({"ef_search": 0}, "retriever.ef_search"),
                                        ({"nprobe": 0}, "retriever.nprobe"), ({"ivf_lists": 2.5}, "retriever.ivf_lists")])
 def test_bad_index_settings(kw, match):
     with pytest.raises(ConfigError, match=match):

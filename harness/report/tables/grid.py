@@ -11,6 +11,7 @@ recorded at all (its reason is in the file, and the caption prints it).
 from __future__ import annotations
 
 import csv
+import fnmatch
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -142,14 +143,22 @@ def progress_line(spec: TableSpec, i: int, n: int, outcome: Outcome) -> str:
             + (f" ({outcome.note.splitlines()[0][:160]})" if outcome.note else ""))
 
 
-def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Callable[[str], None] = print
-              ) -> list[Outcome]:
-    """Every grid point of ``spec`` at ``scale``, one after another in this process, recorded in
-    MLflow; one progress line each. (With a launcher, :mod:`harness.report.tables.submit` queues
-    them as jobs instead.)"""
+def selected(points: Sequence[GridRun], only: Sequence[str] = ()) -> list[GridRun]:
+    """The points whose ``row|group`` matches one of the globs ``only`` (all when empty): a
+    table's grid run a row or a column at a time (``tables run --only 'fixed|delucionqa'``)."""
+    if not only:
+        return list(points)
+    return [p for p in points if any(fnmatch.fnmatchcase(f"{p.row}|{p.group}", g) for g in only)]
+
+
+def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Callable[[str], None] = print,
+              only: Sequence[str] = ()) -> list[Outcome]:
+    """Every grid point of ``spec`` at ``scale`` (those ``only`` selects), one after another in this
+    process, recorded in MLflow; one progress line each. (With a launcher,
+    :mod:`harness.report.tables.submit` queues them as jobs instead.)"""
     from harness.pipeline.record import code_state
 
-    points = spec.runs(scale)
+    points = selected(spec.runs(scale), only)
     skipped = [p for p in points if p.skip]
     if skipped:  # known from the table file alone: nothing to compose or record (the caption says why)
         log(f"[{spec.id}] {len(skipped)} grid point(s) not run at {scale} scale")

@@ -82,6 +82,13 @@ class ScaleFile:
     pairwise: Optional[dict[str, Any]] = None            # what this scale's judge replaces
 
 
+@dataclass
+class ReadingFile:
+    label: str = MISSING                     # what the reading changes, as a column header says it
+    overrides: list[str] = MISSING           # Hydra overrides on every point (the table's own config besides)
+    why: str = ""                            # the protocol choice it measures, and where it comes from
+
+
 class SweepSelect(Enum):
     mean = "mean"
     best = "best"
@@ -118,6 +125,7 @@ class TableFile:
     pairwise: Any = None
     paper: Any = None
     challenge: Any = None
+    sensitivity: dict[str, ReadingFile] = field(default_factory=dict)   # name -> another reading of the protocol
 
 
 def read(path: Path, where: str) -> dict[str, Any]:

@@ -138,6 +138,16 @@ class GridRun:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """Another reading of a protocol choice the paper leaves open (or its code and text disagree
+    on): the table's grid run again with ``overrides``, each cell beside the table's own."""
+    key: str
+    label: str
+    overrides: tuple[str, ...]
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class TableSpec:
     id: str                       # "<paper>/<table>"
     title: str
@@ -158,10 +168,12 @@ class TableSpec:
     pairwise: Pairwise | None = None
     paper: PaperSetup | None = None   # the paper's declared setup (models, data, settings, deviations)
     challenge: Challenge | None = None   # how a challenger chunker joins the table (spec_blocks.Challenge)
+    sensitivity: tuple[Reading, ...] = ()   # other readings of the protocol (harness.report.tables.sensitivity)
+    reading: str | None = None   # this spec is the table under one of its readings (its runs' own experiment)
 
     @property
     def experiment(self) -> str:
-        return f"tables/{self.id}"
+        return f"tables/{self.id}" if self.reading is None else f"sensitivity/{self.id}/{self.reading}"
 
     @property
     def is_figure(self) -> bool:
@@ -357,7 +369,9 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
                      parse_pairwise(raw["pairwise"], rows, scales, where),
                      parse_paper(raw["paper"], {r.key for r in rows}, set(raw["groups"]), where),
                      parse_challenge(raw["challenge"], tuple(r.key for r in rows), layout,
-                                     None if x is None else x.param, where))
+                                     None if x is None else x.param, where),
+                     tuple(Reading(k, v["label"], override_list(v["overrides"], f"{where}.sensitivity.{k}.overrides"),
+                                   v["why"]) for k, v in raw["sensitivity"].items()))
 
 
 def all_specs(skip_broken: Callable[[str], None] | None = None) -> list[TableSpec]:
