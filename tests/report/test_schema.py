@@ -29,7 +29,7 @@ def test_a_valid_file_comes_back_with_every_default_and_its_interpolations_as_wr
 
 @pytest.mark.parametrize("extra, line", [
     ("colour: red\n", "table demo/t: keys are challenge, correlation, groups, metrics, note, numbers, pairwise, "
-                      "paper, rows, scale, select_by, series, shared, source, spread, sweep_select, title, x, got 'colour'"),
+                      "paper, rows, scale, select_by, sensitivity, series, shared, source, spread, sweep_select, title, x, got 'colour'"),
     ("spread: wide\n", "table demo/t.spread: Invalid value 'wide', expected one of [ci, std]"),
     ("scale:\n  tiny: {}\n", "table demo/t.scale.tiny: Key 'tiny' is incompatible with the enum type 'Scale'"),
     ("x: {param: chunker.size, values: [1], nmes: [a]}\n", "table demo/t.x: keys are label, names, param, values, "

@@ -288,7 +288,12 @@ def test_a_cell_shows_its_interval_or_its_std_over_queries(tmp_path):
     assert (c.low, c.high, c.std) == (0.3, 0.5, None) and render.ours_text(c, 2) == "0.40 [0.30, 0.50]"
     std = write_table(tmp_path / "b", body + "spread: std\n")
     c = render.cell(std, "smoke", std.rows[0], std.columns()[0], runs, None)
-    assert (c.low, c.std) == (None, 0.2) and render.ours_text(c, 2) == "0.40 ± 0.20"
+    assert (c.low, c.high, c.std) == (0.3, 0.5, 0.2) and render.ours_text(c, 2) == "0.40 ± 0.20"
+    # where the point is the paper's setup, whether the paper's value lies in our interval is said
+    from dataclasses import replace
+    assert render.inside_text(replace(c, paper=0.45), 2) == ", inside our 95% interval [0.30, 0.50]"
+    assert render.inside_text(replace(c, paper=0.55), 2) == ", outside our 95% interval [0.30, 0.50]"
+    assert render.inside_text(replace(c, paper=0.55, incomparable="a stand-in"), 2) == ""
     assert "ours ± std over queries" in "\n".join(render.caption(render.Rendered(std, "smoke", {}, [])))
     with pytest.raises(ConfigError, match="spread: ci | std"):
         write_table(tmp_path / "c", body + "spread: sd\n")

@@ -24,12 +24,20 @@ class Cell:
     chosen: str = ""   # sweep_select: best: the sweep point the value is from
     paper_std: float | None = None   # the paper's ± where its numbers file transcribes one
     incomparable: str = ""   # why the point is not the paper's setup (a stand-in): no Δ then
+    shown: str = "ci"   # what the cell prints beside its value: ci (its 95% interval) | std (the table's spread: std)
 
     @property
     def diff(self) -> float | None:
         if self.ours is None or self.paper is None or self.incomparable:
             return None
         return self.ours - self.paper
+
+    @property
+    def paper_inside(self) -> bool | None:
+        """Whether the paper's value lies in our bootstrap 95% interval (None: no comparison)."""
+        if self.diff is None or self.low is None or self.high is None:
+            return None
+        return self.low <= self.paper <= self.high
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,7 @@ def ours_text(c: Cell, digits: int) -> str:
     if c.ours is None:
         return f"n/a ({c.note})"
     text = fmt(c.ours, digits)
-    if c.low is not None and c.high is not None:
+    if c.low is not None and c.high is not None and c.shown == "ci":
         text += f" [{fmt(c.low, digits)}, {fmt(c.high, digits)}]"
     if c.std is not None:
         text += f" ± {fmt(c.std, digits)}"

@@ -67,11 +67,12 @@ def cell(spec: TableSpec, scale: str, row: Axis, col: Column, runs: dict, paper,
         point, record = read[0]
         m, value = record.data.metrics, record.data.metrics[metric.metric]
         chosen = sweep_point(spec, point) if len(values) > 1 else ""
-        if spec.spread == "std":
-            std = m.get(f"{metric.metric}/std")
-            return Cell(value * f, std=None if std is None else std * f, n_runs=len(values), paper=paper,
-                        chosen=chosen)
         low, high = m.get(f"{metric.metric}/ci95_low"), m.get(f"{metric.metric}/ci95_high")
+        if spec.spread == "std":  # printed ± std, as the paper does; the interval still decides "inside"
+            std = m.get(f"{metric.metric}/std")
+            return Cell(value * f, None if low is None else low * f, None if high is None else high * f,
+                        std=None if std is None else std * f, n_runs=len(values), paper=paper, chosen=chosen,
+                        shown="std")
         return Cell(value * f, None if low is None else low * f, None if high is None else high * f,
                     n_runs=len(values), paper=paper, chosen=chosen)
     return Cell(statistics.fmean(values) * f, std=statistics.pstdev(values) * f, n_runs=len(values), paper=paper)
@@ -277,6 +278,15 @@ def column_label(s: TableSpec, col: Column, scale: str) -> str:
     return label + (f" @{col.x_name}" if col.x is not None else "")
 
 
+def inside_text(c: Cell, digits: int) -> str:
+    """Where the paper's value falls against our 95% interval (printed here when the cell shows
+    ± std instead of its interval)."""
+    if c.paper_inside is None:
+        return ""
+    where = "inside" if c.paper_inside else "outside"
+    return f", {where} our 95% interval" + (f" [{fmt(c.low, digits)}, {fmt(c.high, digits)}]" if c.shown == "std" else "")
+
+
 def markdown(t: Rendered) -> str:
     s = t.spec
     cols = s.columns()
@@ -290,7 +300,7 @@ def markdown(t: Rendered) -> str:
             if c.paper is not None:
                 text += f"<br>paper {paper_text(c, digits)}" + (
                     f", not comparable: {c.incomparable}" if c.incomparable else
-                    f", Δ {c.diff:+.{digits}f}" if c.diff is not None else "")
+                    f", Δ {c.diff:+.{digits}f}" + inside_text(c, digits) if c.diff is not None else "")
             cells.append(text)
         out.append(f"| {short_label(s, row, 'rows', t.scale)} | " + " | ".join(cells) + " |")
     for block in blocks.of(s):
@@ -324,7 +334,7 @@ def latex(t: Rendered) -> str:
         for col in cols:
             c, digits = t.cells[(row.key, col.key)], col.metric.digits
             ours = fmt(c.ours, digits) or "--"
-            if c.ours is not None and c.low is not None and c.high is not None:
+            if c.ours is not None and c.low is not None and c.high is not None and c.shown == "ci":
                 ours += rf" {{\scriptsize [{fmt(c.low, digits)}, {fmt(c.high, digits)}]}}"
             if c.ours is not None and c.std is not None:
                 ours += rf" $\pm$ {fmt(c.std, digits)}"
