@@ -477,3 +477,14 @@ def test_sensitivity_readings_run_apart_and_sit_beside_the_tables_cells(tmp_path
     assert "**small**: one chunk (`context=topk context.k=1`). a test" in md and "| Sentence | PaperSet ERec | 50.0 |" in md
     with pytest.raises(ConfigError, match="no sensitivity: block"):
         sensitivity.readings(write_table(tmp_path / "none", DEMO))
+
+
+@pytest.mark.parametrize("table", [t for t in SHIPPED if t.sensitivity], ids=lambda t: t.id)
+def test_each_shipped_reading_composes_on_every_grid_point(table):
+    """A reading's overrides go last on each point at full scale (where readings are measured)."""
+    from harness.report.tables.sensitivity import reading_spec
+
+    for reading in table.sensitivity:
+        for point in reading_spec(table, reading).runs("full"):
+            if not point.skip:
+                grid.compose(table, point, "full", list(reading.overrides))

@@ -2,7 +2,8 @@
 
 No paper table holds the user's data, so the challenge builds one: the challenger beside a
 standard baseline set (fixed, sentence, recursive, paragraph, semantic breakpoints, semantic
-clustering; with ``--with-llm`` also LumberChunker, HiChunk and LGMGC, each with the context
+clustering, Chroma's ClusterSemantic and KamradtModified; with ``--with-llm`` also LumberChunker,
+HiChunk, LGMGC and Chroma's LLMSemantic, each with the context
 assembler it is meant for), on one group that is the user's dataset overrides, scored by the
 retrieval metrics. It runs, renders and reports exactly as a paper table does.
 """
@@ -17,8 +18,9 @@ from harness.registry import CONTEXT_FOR
 from harness.report.tables.spec import Axis, Metric, TableSpec
 from harness.report.tables.spec_blocks import Challenge
 
-BASELINES = ("fixed", "sentence", "recursive", "paragraph", "semantic_breakpoint", "semantic_cluster")
-WITH_LLM = ("lumber", "hichunk", "lgmgc")
+BASELINES = ("fixed", "sentence", "recursive", "paragraph", "semantic_breakpoint", "semantic_cluster",
+             "cluster_semantic", "kamradt_modified")
+WITH_LLM = ("lumber", "hichunk", "lgmgc", "llm_semantic")
 METRICS = (Metric("erec", "evidence_recall", "ERec", 100.0, 1), Metric("span_recall", "span_recall", "Span recall", 100.0, 1),
            Metric("span_precision", "span_precision", "Span precision", 100.0, 1))
 

@@ -87,6 +87,7 @@ class ReadingFile:
     label: str = MISSING                     # what the reading changes, as a column header says it
     overrides: list[str] = MISSING           # Hydra overrides on every point (the table's own config besides)
     why: str = ""                            # the protocol choice it measures, and where it comes from
+    groups: list[str] = field(default_factory=list)   # the column groups it applies to (default: every one)
 
 
 class SweepSelect(Enum):

@@ -6,7 +6,8 @@ point (``found: {label: ..., overrides: [metrics.span_overlap.chunk_spans=found]
 experiment of their own (``sensitivity/<table>/<reading>``, so the table's cells never read them),
 and writes ``<out>/<table>_sensitivity.{md,csv}``: each cell of the table (rendered from its own
 record, which must be run first) beside the paper's value and each reading's value with its
-difference from the table's. A reading is measured once, on the table's grid, at the scale asked.
+difference from the table's. A reading is measured once, on the table's grid (``groups:`` narrows it to the columns it
+applies to), at the scale asked.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from harness.types import ConfigError
 
 
 def reading_spec(spec: TableSpec, reading: Reading) -> TableSpec:
-    """The table under ``reading``: the same grid, its runs in the reading's own experiment (the
-    reading's overrides go last on each point, after the table's, as ``--set`` does)."""
-    return replace(spec, reading=reading.key)
+    """The table under ``reading``: the same grid (the groups it applies to), its runs in the
+    reading's own experiment (the reading's overrides go last on each point, as ``--set`` does)."""
+    groups = tuple(g for g in spec.groups if not reading.groups or g.key in reading.groups)
+    return replace(spec, reading=reading.key, groups=groups)
 
 
 def readings(spec: TableSpec) -> tuple[Reading, ...]:

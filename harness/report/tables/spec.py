@@ -145,6 +145,7 @@ class Reading:
     label: str
     overrides: tuple[str, ...]
     why: str = ""
+    groups: tuple[str, ...] = ()   # the column groups it applies to (empty: every one)
 
 
 @dataclass(frozen=True)
@@ -331,6 +332,16 @@ def _x_axis(node: dict | None) -> XAxis | None:
     return XAxis(node["param"], node["label"] or node["param"], values, names)
 
 
+def _readings(raw: dict[str, Any], groups: set[str], where: str) -> tuple[Reading, ...]:
+    out = []
+    for key, v in raw.items():
+        if unknown := sorted(set(v["groups"]) - groups):
+            raise ConfigError(f"{where}.sensitivity.{key}.groups: {unknown} are not groups of the table ({sorted(groups)})")
+        out.append(Reading(key, v["label"], override_list(v["overrides"], f"{where}.sensitivity.{key}.overrides"),
+                           v["why"], tuple(v["groups"])))
+    return tuple(out)
+
+
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     """A table file, checked for its shape (:mod:`harness.report.tables.schema`) and what a shape
     cannot say (names are checked by ``checks.validate``); its id is its path under ``root``
@@ -370,8 +381,7 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
                      parse_paper(raw["paper"], {r.key for r in rows}, set(raw["groups"]), where),
                      parse_challenge(raw["challenge"], tuple(r.key for r in rows), layout,
                                      None if x is None else x.param, where),
-                     tuple(Reading(k, v["label"], override_list(v["overrides"], f"{where}.sensitivity.{k}.overrides"),
-                                   v["why"]) for k, v in raw["sensitivity"].items()))
+                     _readings(raw["sensitivity"], set(raw["groups"]), where))
 
 
 def all_specs(skip_broken: Callable[[str], None] | None = None) -> list[TableSpec]:
