@@ -488,3 +488,11 @@ def test_each_shipped_reading_composes_on_every_grid_point(table):
         for point in reading_spec(table, reading).runs("full"):
             if not point.skip:
                 grid.compose(table, point, "full", list(reading.overrides))
+
+
+def test_a_reading_names_groups_of_its_table(tmp_path):
+    body = DEMO + "sensitivity:\n  r: {label: R, overrides: [context.k=1], groups: [paper_data]}\n"
+    (reading,) = write_table(tmp_path, body).sensitivity
+    assert (reading.key, reading.overrides, reading.groups) == ("r", ("context.k=1",), ("paper_data",))
+    with pytest.raises(ConfigError, match=r"sensitivity.r.groups: \['other'\] are not groups of the table"):
+        write_table(tmp_path / "b", body.replace("groups: [paper_data]", "groups: [other]"))

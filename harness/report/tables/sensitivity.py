@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.report.tables.cells import Rendered
-from harness.report.tables.spec import Reading, TableSpec
+from harness.report.tables.spec import TableSpec
+from harness.report.tables.spec_blocks import Reading
 from harness.types import ConfigError
 
 

@@ -78,9 +78,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.report.tables.spec_blocks import (OUTCOMES, Axis, Challenge, Correlation, PairColumn, Pairwise, Series,
-                                               Sweep, override_list, pairwise_fields, parse_challenge, parse_correlation,
-                                               parse_pairwise, parse_series, show, sweep_points)
+from harness.report.tables.spec_blocks import (OUTCOMES, Axis, Challenge, Correlation, PairColumn, Pairwise, Reading,
+                                               Series, Sweep, override_list, pairwise_fields, parse_challenge,
+                                               parse_correlation, parse_pairwise, parse_readings, parse_series, show,
+                                               sweep_points)
 from harness.report.tables.spec_blocks import parse_sweep as _sweep
 from harness.report.tables.schema import read, set_keys
 from harness.report.tables.setup import PaperSetup, parse_paper
@@ -135,17 +136,6 @@ class GridRun:
     overrides: tuple[str, ...]
     skip: str | None = None
     x: str | None = None
-
-
-@dataclass(frozen=True)
-class Reading:
-    """Another reading of a protocol choice the paper leaves open (or its code and text disagree
-    on): the table's grid run again with ``overrides``, each cell beside the table's own."""
-    key: str
-    label: str
-    overrides: tuple[str, ...]
-    why: str = ""
-    groups: tuple[str, ...] = ()   # the column groups it applies to (empty: every one)
 
 
 @dataclass(frozen=True)
@@ -332,16 +322,6 @@ def _x_axis(node: dict | None) -> XAxis | None:
     return XAxis(node["param"], node["label"] or node["param"], values, names)
 
 
-def _readings(raw: dict[str, Any], groups: set[str], where: str) -> tuple[Reading, ...]:
-    out = []
-    for key, v in raw.items():
-        if unknown := sorted(set(v["groups"]) - groups):
-            raise ConfigError(f"{where}.sensitivity.{key}.groups: {unknown} are not groups of the table ({sorted(groups)})")
-        out.append(Reading(key, v["label"], override_list(v["overrides"], f"{where}.sensitivity.{key}.overrides"),
-                           v["why"], tuple(v["groups"])))
-    return tuple(out)
-
-
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     """A table file, checked for its shape (:mod:`harness.report.tables.schema`) and what a shape
     cannot say (names are checked by ``checks.validate``); its id is its path under ``root``
@@ -381,7 +361,7 @@ def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
                      parse_paper(raw["paper"], {r.key for r in rows}, set(raw["groups"]), where),
                      parse_challenge(raw["challenge"], tuple(r.key for r in rows), layout,
                                      None if x is None else x.param, where),
-                     _readings(raw["sensitivity"], set(raw["groups"]), where))
+                     parse_readings(raw["sensitivity"], set(raw["groups"]), where))
 
 
 def all_specs(skip_broken: Callable[[str], None] | None = None) -> list[TableSpec]:

@@ -277,3 +277,25 @@ def parse_challenge(node: Any, rows: tuple[str, ...], layout: set[str], x_param:
                           f"replaces: give skip with the reason instead")
     return c
 
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Another reading of a protocol choice the paper leaves open (or its code and text disagree
+    on): the table's grid run again with ``overrides``, each cell beside the table's own."""
+    key: str
+    label: str
+    overrides: tuple[str, ...]
+    why: str = ""
+    groups: tuple[str, ...] = ()   # the column groups it applies to (empty: every one)
+
+
+def parse_readings(raw: dict[str, Any], groups: set[str], where: str) -> tuple[Reading, ...]:
+    """The ``sensitivity:`` block: each reading's overrides and the groups it names, checked."""
+    out = []
+    for key, v in raw.items():
+        if unknown := sorted(set(v["groups"]) - groups):
+            raise ConfigError(f"{where}.sensitivity.{key}.groups: {unknown} are not groups of the table ({sorted(groups)})")
+        out.append(Reading(key, v["label"], override_list(v["overrides"], f"{where}.sensitivity.{key}.overrides"),
+                           v["why"], tuple(v["groups"])))
+    return tuple(out)
