@@ -75,3 +75,25 @@ def test_bad_rows_name_the_row_and_field(tmp_path):
         ChromaEvaluation(path=folder).load()
     with pytest.raises(ConfigError, match="questions_df.csv does not exist.*chunking_evaluation"):
         ChromaEvaluation(path=tmp_path / "nowhere").load()
+
+
+CHROMA_RECURSIVE = ["chunker=recursive", "chunker.style=langchain", "chunker.unit=tokens", "chunker.tokenizer=cl100k",
+                    "chunker.separators=['\n\n','\n','.','?','!',' ','']", "chunker.size=200", "chunker.overlap=0"]
+
+
+@pytest.mark.slow
+def test_chatlogs_precision_omega_is_the_reports(tmp_path):
+    """End to end on the real Chatlogs corpus (40 KB, 56 questions): Precision_Ω reads the chunks and
+    excerpts only, so Recursive 200/0 must give the report's Table 1 appendix value, 25.7 ± 12.2
+    (Chatlogs, text-embedding-3-large, which this column does not read), with BM25 retrieval."""
+    import harness
+
+    r = harness.evaluate(["dataset=chroma", "dataset.corpora=[chatlogs]", "retriever=bm25", "retriever.scope=corpus",
+                          "context=topk", "context.k=5", "metrics=chroma", "responder=none",
+                          f"cache.dir={tmp_path / 'cache'}", *CHROMA_RECURSIVE], record=False)
+    assert r.metrics["n_queries"] == 56
+    assert round(100 * r.metrics["span_precision_omega"], 1) == 25.7
+    import statistics
+
+    omega = [row["span_precision_omega"] for row in r.per_query]
+    assert round(100 * statistics.pstdev(omega), 1) == 12.2   # the report's np.std: population
