@@ -496,3 +496,10 @@ def test_a_reading_names_groups_of_its_table(tmp_path):
     assert (reading.key, reading.overrides, reading.groups) == ("r", ("context.k=1",), ("paper_data",))
     with pytest.raises(ConfigError, match=r"sensitivity.r.groups: \['other'\] are not groups of the table"):
         write_table(tmp_path / "b", body.replace("groups: [paper_data]", "groups: [other]"))
+
+
+def test_a_best_point_of_two_swept_keys_keeps_the_markdown_row_whole():
+    from harness.report.tables.cells import Cell
+
+    text = render.ours_text(Cell(31.09, 26.51, 35.43, chosen="chunker.sentences=3|chunker.overlap=0"), 2)
+    assert text == "31.09 [26.51, 35.43] (best at chunker.sentences=3, chunker.overlap=0)" and "|" not in text

@@ -81,8 +81,8 @@ def ours_text(c: Cell, digits: int) -> str:
         text += f" [{fmt(c.low, digits)}, {fmt(c.high, digits)}]"
     if c.std is not None:
         text += f" ± {fmt(c.std, digits)}"
-    if c.chosen:
-        text += f" (best at {c.chosen})"
+    if c.chosen:  # "a=1|b=2": a markdown cell must hold no bare "|"
+        text += f" (best at {c.chosen.replace('|', ', ')})"
     return text
 
 
