@@ -70,9 +70,8 @@ def run(args: argparse.Namespace, cfg) -> None:
             submit.submit(specs, args.scale, extra)
         else:
             preflight(extra)
-            only = [g for g in (args.only or "").split(",") if g]
             for s in specs:
-                grid.run_table(s, args.scale, extra, only=only)
+                grid.run_table(s, args.scale, extra, only=only_globs(args))
         for s in specs:
             if s.pairwise:  # MC-indexing Figure 3: judge a's answers against b's, once both runs are recorded
                 from harness.report.tables import pairwise_judge
@@ -82,6 +81,11 @@ def run(args: argparse.Namespace, cfg) -> None:
         render_tables(specs, args, cfg, extra)
 
 
+def only_globs(args: argparse.Namespace) -> list[str]:
+    """``--only``'s comma-separated ``row|group`` globs (none: every point)."""
+    return [g for g in (args.only or "").split(",") if g]
+
+
 def sensitivity(specs, args: argparse.Namespace, cfg, extra: list[str]) -> None:
     """Each table's readings (its sensitivity: block) run, then written beside the table's cells."""
     from harness.report.tables import render
@@ -89,10 +93,9 @@ def sensitivity(specs, args: argparse.Namespace, cfg, extra: list[str]) -> None:
 
     out = Path(args.out or render.RESULTS)
     check_out(out, "--out" if args.out else "the results folder")
-    only = [g for g in (args.only or "").split(",") if g]
     preflight(extra)
     for s in specs:
-        readings.run(s, args.scale, extra, only)
+        readings.run(s, args.scale, extra, only_globs(args))
     uri = tracking_uri(args, cfg, extra)
     with writing(out):
         for s in specs:

@@ -175,8 +175,8 @@ class SpanOverlap(QueryMetric):
         context, chunks_by_doc = item.context.spans, item.chunks_by_doc
         if self.chunk_spans == "found":
             context = tuple(s for c in item.context.chunk_ids for s in self._place(item.chunks_by_id[c], item).spans)
-            chunks_by_doc = {doc: [self._place(c, item) for c in chunks]
-                             for doc, chunks in chunks_by_doc.items() if doc in {e.doc_id for e in item.query.evidence}}
+            evidence_docs = {e.doc_id for e in item.query.evidence}   # Precision-Omega reads only these
+            chunks_by_doc = {doc: [self._place(c, item) for c in chunks_by_doc.get(doc, ())] for doc in evidence_docs}
         scores = span_scores(item.query.evidence, context)
         scores["span_precision_omega"] = precision_omega(item.query.evidence, chunks_by_doc, self.omega_intervals)
         return scores

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.report.tables.cells import Rendered
+from harness.report.tables.cells import Rendered, fmt
 from harness.report.tables.spec import TableSpec
 from harness.report.tables.spec_blocks import Reading
 from harness.types import ConfigError
@@ -61,27 +61,24 @@ def build(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> S
                         for r in readings(spec)})
 
 
-def _fmt(x: float | None, digits: int) -> str:
-    return "" if x is None else f"{x:.{digits}f}"
-
-
 def lines(s: Sensitivity) -> list[dict[str, str]]:
     """One line per table cell: row, column, the paper's value, the table's, and each reading's
     value and its difference from the table's (empty where a side has no value)."""
     spec, out = s.table.spec, []
+    columns = spec.columns()
     for row in spec.rows:
-        for col in spec.columns():
+        for col in columns:
             base = s.table.cells.get((row.key, col.key))
             if base is None:
                 continue
             digits = col.metric.digits
             line = {"row": row.key, "label": row.label, "column": col.key, "column_label": col.label,
-                    "paper": _fmt(base.paper, digits), "table": _fmt(base.ours, digits)}
+                    "paper": fmt(base.paper, digits), "table": fmt(base.ours, digits)}
             for r in spec.sensitivity:
                 cell = s.by_reading[r.key].cells.get((row.key, col.key))
                 ours = None if cell is None else cell.ours
-                line[r.key] = _fmt(ours, digits)
-                line[f"{r.key}_diff"] = (_fmt(ours - base.ours, digits)
+                line[r.key] = fmt(ours, digits)
+                line[f"{r.key}_diff"] = (fmt(ours - base.ours, digits)
                                          if ours is not None and base.ours is not None else "")
             out.append(line)
     return out
