@@ -123,7 +123,7 @@ reproduce-tables: setup
 
 # Your chunker beside the papers' baselines in every table that takes one (harness.report.challenge):
 # make challenge CHUNKER=path/to/file.py:Class [ARGS="chunker.size=200"] [TABLES=lgmgc/*] [SCALE=full]
-# -> results/challenges/<name>/README.md. CHUNKER may also be a config choice (sentence) or package.module:Class.
+# -> results/challenges/<name>/<version>/README.md. CHUNKER may also be a config choice (sentence) or package.module:Class.
 # On a cluster: TABLES_ARGS="--set profile=cluster" (one job array; harness/report/challenge/cluster.py).
 CHUNKER ?=
 ARGS ?=

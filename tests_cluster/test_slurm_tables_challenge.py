@@ -42,7 +42,8 @@ def test_a_challenge_runs_as_one_slurm_array_and_reports(slurm, mlflow_server, l
     done = re.search(rf"\[{TABLE}\] challenged: {mine} finished, 0 failed, (\d+) baseline points read from the "
                      rf"record, {base} run", out)
     assert done and int(done.group(1)) + base == BASELINES, out[-3000:]
-    assert "| ★ sentence" in (tmp_path / "report" / "tables" / f"{TABLE}.md").read_text()
+    version = next((tmp_path / "report" / "sentence").glob("smoke-*"))  # <name>/<version>/
+    assert "| ★ sentence" in (version / "tables" / f"{TABLE}.md").read_text()
 
     again = challenge(shared / "second", tmp_path / "report", env, launcher)
     assert "challenge sentence: 0 baseline point(s) and 0 of the challenger's to queue" in again

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from harness.cli.common import preflight, store_options, tracking_uri, verb, yaml_value
+from harness.report.challenge.significance import MARGIN
 from harness.types import ConfigError
 
 
@@ -26,9 +27,16 @@ def add(sub) -> None:
                                                            "baselines (each calls the configured LLM)")
     p.add_argument("--tables", default="all", help="comma-separated globs over table ids (default: all)")
     p.add_argument("--scale", default="smoke", choices=("smoke", "full"))
+    p.add_argument("--no-llm-baselines", action="store_true", help="leave out the baseline rows whose chunker calls "
+                                                                   "an LLM (the costliest by far); the report says so")
+    p.add_argument("--margin", type=float, default=None, metavar="POINTS",
+                   help="the equivalence margin: a comparison is a tie when the 95%% interval of the difference lies "
+                        "within ±POINTS (hundredths of the metric's scale), inconclusive when it reaches past "
+                        f"(default: {MARGIN:g}; docs/metrics.md)")
     p.add_argument("--name", default=None, help="the challenger's row key and report folder (default: the "
                                                 "config's or class's name)")
-    p.add_argument("--out", default=None, help="the report's folder (default: results/challenges/<name>)")
+    p.add_argument("--out", default=None, help="the reports' folder (default: results/challenges): a report goes "
+                                               "to <out>/<name>/<version>/, every version kept")
     p.add_argument("--sweep", action="append", default=None, metavar="chunker.ARG=V1,V2",
                    help="sweep the challenger over these values in every table, instead of the tables' own size "
                         "sweep (repeatable: their product); --sweep none: no sweep")
@@ -56,11 +64,16 @@ def run(args: argparse.Namespace, cfg) -> None:
         if bad:
             raise ConfigError(f"--sweep: chunker.<arg>=<value>,<value>... (or none), got {', '.join(bad)}")
         sweep = parse_sweep({k: [yaml_value(x) for x in v.split(",")] for k, _, v in pairs} or None, "--sweep")
+    if args.with_llm and args.no_llm_baselines:
+        raise ConfigError("--with-llm adds the LLM baselines, --no-llm-baselines leaves them out: give one")
+    margin = MARGIN if args.margin is None else args.margin
+    if not margin >= 0:
+        raise ConfigError(f"--margin: a number of points, 0 or more, got {args.margin}")
     extra = [*args.set, *([f"tracking.uri={args.uri}"] if args.uri else [])]
     preflight(extra)
-    out = Path(args.out) if args.out else challenge.CHALLENGES / ch.name
     # the user's data: the challenger beside a standard baseline set (harness.report.challenge.own_data)
-    given = Given(args.chunker, tuple(mine), ch.name, sweep, tuple(data), args.with_llm)
+    given = Given(args.chunker, tuple(mine), ch.name, sweep, tuple(data), args.with_llm, args.no_llm_baselines)
     path = challenge.challenge(given, given.specs(args.tables), args.scale, extra,
-                                tracking_uri(args, cfg, extra, reads_only=False), out)
+                                tracking_uri(args, cfg, extra, reads_only=False),
+                                Path(args.out) if args.out else challenge.CHALLENGES, margin=margin)
     print(f"report -> {path}")

@@ -6,6 +6,7 @@ import io
 import math
 import os
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -37,6 +38,11 @@ class Windows(Chunker):
         words = [m.span() for m in re.finditer(r"\\S+", doc.text)]
         return spans_to_chunks(doc, [(words[i][0], words[min(i + self.size, len(words)) - 1][1])
                                      for i in range(0, len(words), self.size)])
+
+
+class Broken(Windows):
+    def chunk_document(self, doc):
+        raise RuntimeError("no tokenizer offline")
 
 
 class NoSize(Windows):
@@ -97,19 +103,46 @@ def test_two_rows_swept_over_the_same_sizes_pair_by_question_and_size():
 
 
 def test_verdicts_read_the_corrected_p_value_in_the_metrics_direction():
-    def comparison(diff, p_holm, lower=False, ci=(0.1, 0.3)):
-        c = significance.Comparison("t", "", "col", "b", "B", "x", 0.0, None, 0.0, lower, n=10, diff=diff,
-                                    ci_low=ci[0], ci_high=ci[1], p=p_holm, p_holm=p_holm)
-        return c
+    def comparison(diff, p_holm, lower=False, ci=(0.1, 0.3), margin=0.5):
+        return significance.Comparison("t", "", "col", "b", "B", "x", 0.0, None, 0.0, lower, n=10, diff=diff,
+                                       ci_low=ci[0], ci_high=ci[1], p=p_holm, p_holm=p_holm, margin=margin)
 
     assert comparison(0.2, 0.01).verdict == "win"
     assert comparison(0.2, 0.01, lower=True).verdict == "loss"  # a higher chunking error is worse
-    assert comparison(0.2, 0.2).verdict == "tie"
+    assert comparison(0.2, 0.2).verdict == "tie"  # the interval [0.1, 0.3] lies within ±0.5
+    assert comparison(0.2, 0.2, margin=0.25).verdict == "inconclusive"  # it reaches past ±0.25
     assert "not corrected" in comparison(0.2, 0.2).disagreement  # the interval excludes 0, the test does not reject
     assert comparison(0.2, 0.01, ci=(-0.1, 0.3)).disagreement.startswith("its 95% interval holds 0")
     assert comparison(0.2, float("nan")).verdict == "untested"
     assert significance.rank(0.5, [0.7, 0.5, 0.2], False) == 2
     assert significance.rank(0.5, [0.7, 0.5, 0.2], True) == 2
+
+
+BASE = [0.1 * (i % 5) for i in range(20)]
+BETTER = [x + 0.3 + 0.05 * (i % 3 - 1) for i, x in enumerate(BASE)]  # 30 points better, nearly the same on each
+
+
+@pytest.mark.parametrize("a, b, line", [
+    (BASE, BETTER, "| +29.75 [+27.82, +31.68] | ±1.93 | 20 | <0.001 | <0.001 | win (p (Holm) < 0.05) |"),
+    (BETTER, BASE, "| -29.75 [-31.68, -27.82] | ±1.93 | 20 | <0.001 | <0.001 | loss (p (Holm) < 0.05) |"),
+    # half a point either way on every question: the interval excludes any difference of 2 points
+    (BASE, [x + 0.005 * (-1) ** i for i, x in enumerate(BASE)],
+     "| +0.00 [-0.24, +0.24] | ±0.24 | 20 | 1.000 | 1.000 | tie (the interval lies within ±2.00) |"),
+    # 11 questions, 27 points behind: not significant, and nothing excludes a 40-point loss
+    ([1, 1, 1, 1, 0, 1, 0, 1, 0, 1, 0], [0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0],
+     "| -27.27 [-70.72, +16.17] | ±43.44 | 11 | 0.375 | 0.375 | inconclusive (the interval reaches past ±2.00) |"),
+])
+def test_win_loss_tie_and_inconclusive_from_fixed_scores(a, b, line):
+    """The interval is Student's t (scipy) of the paired mean difference, in the table's units
+    (points: factor 100); ``detectable``, half its width, is the smallest difference it tells from none."""
+    from harness.report.challenge import report
+
+    c = significance.Comparison("t", "", "ERec", "b", "Fixed", "fixed", 0.0, None, 0.0, False)
+    significance.test(c, [(dict(enumerate(a)), "question")], [(dict(enumerate(b)), "question")], [""], [""], 100.0)
+    significance.correct([c])
+    assert c.margin == 2.0 and report.comparison_line(c) == "| all | ERec | Fixed | 0.00 " + line
+    d = np.subtract(b, a)
+    assert (c.ci_low, c.ci_high) == pytest.approx([100 * x for x in stats.ttest_1samp(d, 0).confidence_interval(0.95)])
 
 
 # --- the challenger: what the user names ------------------------------------------------------
@@ -256,30 +289,114 @@ def test_a_challenge_runs_its_rows_reuses_the_baselines_and_records_a_failure(tm
     ch = Given(f"{outside}:Windows", ("chunker.fail_on=textbook",), "mine")
     said = []
     readme = run.challenge(ch, [t], "smoke", extra, uri, tmp_path / "report", log=said.append)
+    # what it will compute, before it computes anything
+    assert said[0].startswith("plan [demo/t1]: 4 challenger point(s) (read instead where this code recorded them); "
+                              "baselines: 6 read from the record, 0 to run; no recorded timing for this table")
+    assert said[1] == "plan: 1 table(s), about 0 s of CPU time at most (and the unknown time of demo/t1)"
     assert "[demo/t1] challenged: 2 finished, 2 failed, 6 baseline points read from the record, 0 run" in said[-1]
     failed = [line for line in said if "failed in" in line]
     assert len(failed) == 2 and all("Windows failed on document" in f and "textbook" in f for f in failed)
+    # the version: scale, tables, the arguments with their defaults, the code
+    first = readme.parent
+    assert first.parent == tmp_path / "report" / "mine"
+    assert first.name.startswith("smoke-demo_t1-fail_on=textbook,size=50-")
     text = readme.read_text()
-    assert "| table | why |" in text and "failed: `mine|textbook|++chunker.size=40`" in text
-    table = (tmp_path / "report" / "tables" / "demo" / "t1.md").read_text()
+    assert "(fail_on=textbook, size=50; code `" in text and "This version against the last" not in text
+    assert "| table | why |" in text
+    assert "- failed (2 points: `mine|textbook|++chunker.size=40`, `mine|textbook|++chunker.size=80`): Windows " \
+           "failed on document textbook/" in text  # the reason once
+    assert "| all | Textbook ERec | failed (why: above) |" in text
+    table = (first / "tables" / "demo" / "t1.md").read_text()
     assert "| ★ mine |" in table and "Windows failed on document" in table
-    compared = {r["baseline"]: r for r in csv.DictReader(io.StringIO((tmp_path / "report" / "comparisons.csv").read_text()))}
+    compared = {r["baseline"]: r for r in csv.DictReader(io.StringIO((first / "comparisons.csv").read_text()))}
     assert set(compared) == {"fixed", "sentence"}  # news only: the textbook points failed
     assert compared["fixed"]["pairing"] == "(question, sweep value) pairs"  # both swept over 40 and 80
     assert compared["sentence"]["pairing"] == "questions, each side's mean over its sweep"
-    assert compared["fixed"]["verdict"] in ("win", "tie", "loss") and float(compared["fixed"]["p_holm"]) <= 1
+    assert compared["fixed"]["verdict"] in significance.VERDICTS[:4] and float(compared["fixed"]["p_holm"]) <= 1
     # again, unchanged: nothing finished runs again (a failed point is tried again); an edit to the
-    # chunker's file runs its rows again
+    # chunker's file runs its rows again, into a version of its own, beside the last
     said.clear()
-    run.challenge(ch, [t], "smoke", extra, uri, tmp_path / "report", log=said.append)
+    assert run.challenge(ch, [t], "smoke", extra, uri, tmp_path / "report", log=said.append) == readme
     assert sum("already recorded" in line for line in said if "/4 mine|news" in line) == 2
     outside.write_text(outside.read_text() + "\n# an edit\n")
     from harness.code_digest import module_digest
 
     module_digest.cache_clear()  # a new process reads the file again
     said.clear()
-    run.challenge(ch, [t], "smoke", extra, uri, tmp_path / "report", log=said.append)
+    second = run.challenge(ch, [t], "smoke", extra, uri, tmp_path / "report", log=said.append)
     assert sum("finished in" in line for line in said if "/4 mine|news" in line) == 2
+    assert second != readme and readme.is_file()  # the earlier version kept
+    index = (tmp_path / "report" / "mine" / "README.md").read_text()
+    assert f"Latest: [{second.parent.name}]" in index and f"[{first.name}]" in index
+    against = second.read_text().split("## This version against the last")[1].split("\n## ")[0]
+    assert f"since [{first.name}](../{first.name}/README.md)" in against
+    row = next(line for line in against.splitlines() if line.startswith("| demo/t1 | all | news/erec |"))
+    last, this, delta = (float(x) for x in row.split("|")[4:7])
+    assert delta == pytest.approx(this - last, abs=1e-4)
+
+
+TWO_ROWS = """
+title: Demo
+source: a test
+numbers: NUMBERS
+shared: [retriever=bm25, responder=none, dataset=ohrbench, "dataset.domains=[news]"]
+rows:
+  sentence: {label: Sentence, overrides: [chunker=sentence]}
+  lumber: {label: LumberChunker, overrides: [chunker=lumber]}
+groups:
+  news: {label: News, overrides: []}
+metrics:
+  erec: {metric: evidence_recall, label: ERec, factor: 100, digits: 1}
+challenge: {}
+"""
+
+
+def test_the_plan_counts_the_llm_baselines_and_no_llm_baselines_leaves_them_out(tmp_path):
+    from harness.report.challenge import plan
+
+    t = write_table(tmp_path, TWO_ROWS)
+    ch = challenger.parse("fixed")
+    c = rows.challenged(t, ch, "smoke")
+    timing = {"demo/t1": SimpleNamespace(computed=50.0, reused=10.0)}  # as results/index.json records it
+    said = plan.lines([c], {"demo/t1": c.base.runs("smoke")}, "smoke", timing)
+    assert said[0] == ("plan [demo/t1]: 1 challenger point(s) (read instead where this code recorded them); "
+                       "baselines: 0 read from the record, 2 to run (1 calling an LLM); "
+                       "~30 s a point (results/index.json) -> ~90 s")
+    assert said[1].startswith("plan: 1 table(s), about 90 s of CPU time at most; 1 baseline point(s) call an LLM")
+    left = rows.challenged(t, ch, "smoke", no_llm=True)
+    assert left.left_out == ("LumberChunker",)
+    assert [p.row for p in left.base.runs("smoke") if not p.skip] == ["sentence"]
+    assert [p.skip for p in left.spec.runs("smoke") if p.row == "lumber"] == [rows.LEFT_OUT]
+    said = plan.lines([left], {"demo/t1": [p for p in left.base.runs("smoke") if not p.skip]}, "smoke", timing)
+    assert "1 to run; ~30 s a point" in said[0] and "LLM" not in said[0]
+    assert said[1].endswith("; left out by --no-llm-baselines: LumberChunker")
+
+
+def test_every_challenger_point_failing_is_an_error_after_the_report(tmp_path, outside, monkeypatch, capsys):
+    from harness.cli import main
+
+    t = write_table(tmp_path, TWO_ROWS)
+    monkeypatch.setattr(Given, "specs", lambda self, tables=None: [t])
+    out, uri = tmp_path / "report", f"sqlite:///{tmp_path / 'mlruns.db'}"
+    with pytest.raises(SystemExit) as e:
+        main(["challenge", f"{outside}:Broken", "--no-llm-baselines", "--uri", uri, "--out", str(out),
+              "--set", f"cache.dir={tmp_path / 'cache'}"])
+    assert e.value.code == 2
+    said = capsys.readouterr()
+    printed = said.out.splitlines()
+    assert printed[0].startswith("plan [demo/t1]: 1 challenger point(s)") and "1 to run" in printed[0]
+    assert printed[1].startswith("plan: ") and "baseline 1/1 news" not in printed[0] + printed[1]
+    assert any(line.startswith("[demo/t1] baseline 1/1 ") for line in printed[2:])  # the sentence row, run after
+    error = [line for line in said.err.splitlines() if line.startswith("chunkbench: error:")]
+    assert len(error) == 1 and "every challenger point failed (1 of 1); the first, demo/t1 `Broken|news`: " \
+        "Broken failed on document" in error[0] and "RuntimeError: no tokenizer offline" in error[0]
+    readme = next((out / "Broken").glob("*/README.md"))
+    assert f"the report of what was computed: {readme}" in error[0]
+    text = readme.read_text()
+    assert text.count("**Failed: every challenger point failed") == 1
+    assert text.splitlines()[2].startswith("**Failed: every challenger point failed (1 of 1)")
+    assert "- left out (--no-llm-baselines; each calls an LLM): LumberChunker." in text
+    assert "| no comparison: no challenger point finished beside a baseline |" in text
 
 
 def test_a_chunker_that_raises_names_the_document():
@@ -310,6 +427,7 @@ def test_own_data_puts_the_challenger_beside_the_standard_baselines(tmp_path, ou
     out, uri = tmp_path / "report", f"sqlite:///{tmp_path / 'mlruns.db'}"
     main(["challenge", f"{outside}:Windows", "chunker.size=60", "dataset=local", f"dataset.path={data}",
           "dataset.limit_queries=8", "--uri", uri, "--set", f"cache.dir={tmp_path / 'cache'}", "--out", str(out)])
+    out = next((out / "Windows").glob("smoke-own_*-fail_on=,size=60-*"))  # the data's own version
     assert f"report -> {out / 'README.md'}" in capsys.readouterr().out
     readme = (out / "README.md").read_text()
     assert "1 tables challenged, 0 skipped" in readme and f"### own/{str(data).strip('/').replace('/', '_')}" in readme
@@ -364,7 +482,7 @@ def test_a_challenge_through_a_launcher_runs_every_point_as_a_job(tmp_path, outs
     # the jobs ran the baselines (counted as run by this challenge); nothing ran in this process
     assert f"challenged: 1 finished, 0 failed, 0 baseline points read from the record, {n} run" in said
     assert "finished in" not in said.split("queueing")[0]
-    assert (out / "README.md").is_file()
+    assert next((out / "Windows").glob("*/README.md")).is_file()
     main(args)  # again: every point is recorded, nothing is queued
     again = capfd.readouterr().out
     assert "0 baseline point(s) and 0 of the challenger's to queue" in again and "nothing to queue" in again

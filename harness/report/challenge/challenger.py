@@ -35,6 +35,7 @@ class Challenger:
     fixed: frozenset[str] = frozenset()   # the arguments the user set (never swept)
     params: frozenset[str] = frozenset()  # the constructor's named arguments
     config_keys: frozenset[str] = frozenset()   # the keys its config file sets (a choice's)
+    arguments: tuple[tuple[str, str], ...] = ()  # every argument with its value, defaults shown
 
     def takes(self, param: str) -> bool:
         """Whether a table's size parameter (``chunker.size``) applies: the class takes it and
@@ -45,6 +46,10 @@ class Challenger:
     def override(self, param: str) -> str:
         """``param`` as an override of this chunker's config: ``++`` adds a key its file lacks."""
         return param if param.removeprefix("chunker.") in self.config_keys else f"++{param}"
+
+    def arguments_text(self) -> str:
+        """``size=200, overlap=0``: what the report names it by."""
+        return ", ".join(f"{k}={v}" for k, v in self.arguments) or "no arguments"
 
     def tags(self) -> dict[str, str]:
         """What its runs are tagged with, part of their identity: its name and the digest of its
@@ -65,13 +70,22 @@ def _class(target: str, given: str) -> type:
     return cls
 
 
-def _params(cls: type) -> frozenset[str]:
+def _params(cls: type) -> dict[str, str]:
+    """The constructor's named arguments with their defaults as text (``?``: none)."""
     try:
         sig = inspect.signature(cls)
     except (TypeError, ValueError):
-        return frozenset()
-    return frozenset(n for n, p in sig.parameters.items()
-                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        return {}
+    return {n: "?" if p.default is p.empty else str(p.default) for n, p in sig.parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _shown(*layers: dict) -> tuple[tuple[str, str], ...]:
+    """The arguments' values, a later layer over an earlier one, in name order."""
+    merged: dict[str, str] = {}
+    for layer in layers:
+        merged.update({str(k): str(v) for k, v in layer.items() if k != "_target_"})
+    return tuple(sorted(merged.items()))
 
 
 def _arguments(args: Sequence[str], given: str) -> dict[str, str]:
@@ -112,7 +126,9 @@ def parse(given: str, args: Sequence[str] = (), name: str | None = None) -> Chal
         target = f"{module}.{cls_name}"
         cls = _class(target, given)
         overrides = ("chunker=custom", f"chunker._target_={target}", *(f"++chunker.{k}={v}" for k, v in fixed.items()))
-        return Challenger(slug(name or cls_name), given, target, overrides, None, frozenset(fixed), _params(cls))
+        params = _params(cls)
+        return Challenger(slug(name or cls_name), given, target, overrides, None, frozenset(fixed), frozenset(params),
+                          arguments=_shown(params, fixed))
     path = CONFIGS / "chunker" / f"{spec}.yaml"
     if not path.is_file():
         choices = sorted(p.stem for p in (CONFIGS / "chunker").glob("*.yaml"))
@@ -123,6 +139,7 @@ def parse(given: str, args: Sequence[str] = (), name: str | None = None) -> Chal
     if spec == "custom" or not target:
         raise ConfigError(f"challenger {given}: name the class by import path (package.module:Class)")
     keys = frozenset(str(k) for k in node)
+    params = _params(_class(target, given))
     ch = Challenger(slug(name or spec), given, target, (), CONTEXT_FOR.get(spec), frozenset(fixed),
-                    _params(_class(target, given)), keys)
+                    frozenset(params), keys, _shown(params, node, fixed))
     return replace(ch, overrides=(f"chunker={spec}", *(f"{ch.override('chunker.' + k)}={v}" for k, v in fixed.items())))

@@ -39,6 +39,7 @@ class Given:
     sweep: Sweep | None = None            # --sweep (None: the tables' own; (): none)
     data: tuple[str, ...] = ()            # dataset=local dataset.path=DIR: the user's data
     with_llm: bool = False
+    no_llm: bool = False                  # --no-llm-baselines
 
     def challenger(self) -> Challenger:
         return parse(self.chunker, self.args, self.name)
@@ -54,25 +55,27 @@ class Given:
         chunker = f"{Path(module).expanduser().resolve()}:{cls}" if colon and module.endswith(".py") else self.chunker
         data = tuple(f"dataset.path={Path(a.partition('=')[2]).expanduser().resolve()}"
                      if a.startswith("dataset.path=") else a for a in self.data)
-        return Given(chunker, self.args, name, self.sweep, data, self.with_llm)
+        return Given(chunker, self.args, name, self.sweep, data, self.with_llm, self.no_llm)
 
     def to_json(self) -> str:
         return json.dumps({"chunker": self.chunker, "args": list(self.args), "name": self.name,
                            "sweep": None if self.sweep is None else [[[p, list(v)] for p, v in product]
                                                                     for product in self.sweep],
-                           "data": list(self.data), "with_llm": self.with_llm}, sort_keys=True)
+                           "data": list(self.data), "with_llm": self.with_llm, "no_llm": self.no_llm},
+                          sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Given:
         d = json.loads(text)
         sweep = None if d["sweep"] is None else tuple(tuple((p, tuple(v)) for p, v in product)
                                                       for product in d["sweep"])
-        return cls(d["chunker"], tuple(d["args"]), d["name"], sweep, tuple(d["data"]), bool(d["with_llm"]))
+        return cls(d["chunker"], tuple(d["args"]), d["name"], sweep, tuple(d["data"]), bool(d["with_llm"]),
+                   bool(d.get("no_llm")))
 
 
 def tables_of(given: Given, ids: Sequence[str], ch: Challenger, scale: str) -> list[Challenged]:
     specs = given.specs(",".join(ids))
-    return [challenged(s, ch, scale, given.sweep) for s in specs if s.id in ids]
+    return [challenged(s, ch, scale, given.sweep, given.no_llm) for s in specs if s.id in ids]
 
 
 def pending(ids: Sequence[str], given_json: str, scale: str, arguments: Sequence[str],

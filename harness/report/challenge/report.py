@@ -1,9 +1,10 @@
-"""The challenge report: ``results/challenges/<name>/README.md`` with ``comparisons.csv``,
+"""The challenge report: ``results/challenges/<name>/<version>/README.md`` with ``comparisons.csv``,
 ``ranks.csv``, the challenged tables (``tables/``) and the quality-vs-cost plots (``pareto/``).
 
-Leaderboard first (wins, ties and losses against each baseline chunker across the tables, and the
-challenger's mean rank), then cost beside quality, its place on each dataset's Pareto front, and
-each table: what ran at which scale, per column its value, rank and every paired comparison.
+Leaderboard first (wins, ties, inconclusive comparisons and losses against each baseline chunker
+across the tables, and the challenger's mean rank), then cost beside quality, its place on each
+dataset's Pareto front, and each table: what ran at which scale, per column its value, rank and
+every paired comparison.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.report.challenge.challenger import Challenger
-from harness.report.challenge.significance import ALPHA, Comparison
+from harness.report.challenge.significance import ALPHA, VERDICTS, Comparison
 from harness.report.tables import pareto
 
 
@@ -29,7 +30,7 @@ def pvalue(p: float) -> str:
     return "" if math.isnan(p) else (f"{p:.3f}" if p >= 0.001 else "<0.001")
 
 
-def leaderboard(results) -> list[str]:
+def leaderboard(results, margin: float) -> list[str]:
     by: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     tables: dict[str, set[str]] = defaultdict(set)
     for r in results:
@@ -39,13 +40,17 @@ def leaderboard(results) -> list[str]:
     ranks = [x.rank for r in results for x in r.ranked if x.rank is not None]
     firsts = sum(x.rank == 1 for r in results for x in r.ranked if x.rank is not None)
     lines = ["## Leaderboard", "",
-             f"Against each baseline chunker, over every column of every challenged table (a win or a loss: "
+             f"Against each baseline chunker, over every column of every challenged table. A win or a loss: "
              f"the paired permutation test rejects at {ALPHA} after Holm's correction across the table's "
-             f"comparisons; else a tie; untested: a number that is not a mean over questions or documents).", "",
-             "| baseline chunker | tables | wins | ties | losses | untested |", "|---|---|---|---|---|---|"]
+             f"comparisons. Otherwise the 95% interval of the difference decides: a tie when it lies within "
+             f"± the equivalence margin ({margin:g} points), inconclusive when it reaches past it (too few "
+             f"questions to tell). Untested: a number that is not a mean over questions or documents.", "",
+             "| baseline chunker | tables | wins | ties | inconclusive | losses | untested |", "|" + "---|" * 7]
     for name in sorted(by, key=lambda n: (-by[n]["win"] + by[n]["loss"], n)):
         v = by[name]
-        lines.append(f"| {name} | {len(tables[name])} | {v['win']} | {v['tie']} | {v['loss']} | {v['untested']} |")
+        lines.append(f"| {name} | {len(tables[name])} | " + " | ".join(str(v[k]) for k in VERDICTS) + " |")
+    if not by:
+        lines.append("| no comparison: no challenger point finished beside a baseline |" + " |" * 6)
     if ranks:
         lines += ["", f"Mean rank of the challenger among its family's rows: **{statistics.fmean(ranks):.2f}** over "
                       f"{len(ranks)} columns (1 = best; first in {firsts})."]
@@ -120,38 +125,52 @@ def table_lines(r) -> list[str]:
         lines.append(f"- the swept baselines show their best configuration ({s.sweep_select}), picked on these same "
                      f"questions: a comparison with one of them favours it (the challenger is run as given; "
                      f"--sweep gives it a sweep of its own).")
-    failed = [o for o in r.outcomes if o.status == "failed"]
-    for o in failed:
-        lines.append(f"- failed: `{o.run.key}`: {o.note}")
+    if t.left_out:
+        lines.append(f"- left out (--no-llm-baselines; each calls an LLM): {', '.join(t.left_out)}.")
+    failed: dict[str, list[str]] = defaultdict(list)  # a reason once, with every point it failed
+    for o in r.outcomes:
+        if o.status == "failed":
+            failed[o.note].append(f"`{o.run.key}`")
+    for note, keys in failed.items():
+        lines.append(f"- failed ({len(keys)} point{'s' * (len(keys) > 1)}: {', '.join(keys)}): {note}")
     lines += ["", "| family | column | challenger | rank | best baseline | Δ to best | mean chunk size |",
               "|---|---|---|---|---|---|---|"]
     for x in r.ranked:
         if x.note.startswith("not run at"):  # the table's caption says why
             continue
         diff = None if x.value is None or x.best_value is None else x.value - x.best_value
-        lines.append(f"| {x.family or 'all'} | {x.column} | {x.text} | "
+        text = "failed (why: above)" if x.value is None and x.note in failed else x.text
+        lines.append(f"| {x.family or 'all'} | {x.column} | {text} | "
                      f"{'' if x.rank is None else f'{x.rank} of {x.rows}'} | {x.best} {num(x.best_value)} | "
                      f"{'' if diff is None else f'{diff:+.2f}'} | {num(x.chunk_size, 1)} |")
-    lines += ["", "| family | column | baseline | baseline (paper) | challenger − baseline [95% CI] | n | p | "
-                  "p (Holm) | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| family | column | baseline | baseline (paper) | challenger − baseline [95% CI] | detectable | n | "
+                  "p | p (Holm) | verdict |", "|" + "---|" * 10]
     for c in r.comparisons:
-        ci = f" [{c.ci_low:+.2f}, {c.ci_high:+.2f}]" if not math.isnan(c.ci_low) else ""
-        diff = f"{c.diff:+.2f}{ci}" if not math.isnan(c.diff) else c.note
-        paper = f" ({num(c.paper_value)})" if c.paper_value is not None else ""
-        verdict = c.verdict + (f" ({c.disagreement})" if c.disagreement else "")
-        lines.append(f"| {c.family or 'all'} | {c.column} | {c.baseline_label} | {num(c.baseline_value)}{paper} | {diff} | "
-                     f"{c.n or ''} | {pvalue(c.p)} | {pvalue(c.p_holm)} | {verdict} |")
+        lines.append(comparison_line(c))
     return lines
+
+
+def comparison_line(c: Comparison) -> str:
+    """One comparison's row: the interval, the smallest difference it could have told from none
+    (``detectable``: ± half the interval) and the verdict with its reason."""
+    ci = f" [{c.ci_low:+.2f}, {c.ci_high:+.2f}]" if not math.isnan(c.ci_low) else ""
+    diff = f"{c.diff:+.2f}{ci}" if not math.isnan(c.diff) else c.note
+    paper = f" ({num(c.paper_value)})" if c.paper_value is not None else ""
+    why = "; ".join(filter(None, (c.why, c.disagreement)))
+    verdict = c.verdict + (f" ({why})" if why else "")
+    return (f"| {c.family or 'all'} | {c.column} | {c.baseline_label} | {num(c.baseline_value)}{paper} | {diff} | "
+            f"{'' if math.isnan(c.detectable) else f'±{c.detectable:.2f}'} | {c.n or ''} | {pvalue(c.p)} | "
+            f"{pvalue(c.p_holm)} | {verdict} |")
 
 
 def comparisons_csv(results) -> str:
     buf = io.StringIO()
-    fields = [k for k in Comparison.__dataclass_fields__] + ["verdict"]
+    fields = [k for k in Comparison.__dataclass_fields__] + ["detectable", "verdict"]
     w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     w.writeheader()
     for r in results:
         for c in r.comparisons:
-            w.writerow({**asdict(c), "verdict": c.verdict})
+            w.writerow({**asdict(c), "detectable": c.detectable, "verdict": c.verdict})
     return buf.getvalue()
 
 
@@ -167,18 +186,34 @@ def ranks_csv(results) -> str:
     return buf.getvalue()
 
 
-def write(ch: Challenger, results, skipped, scale: str, uri: str, out: Path, seconds: float) -> Path:
+def all_failed(results) -> str:
+    """The one line saying every challenger point failed, with the first failure's reason; ''
+    where any point finished (or none ran)."""
+    outcomes = [(r.spec.id, o) for r in results for o in r.outcomes]
+    if not outcomes or any(o.status != "failed" for _, o in outcomes):
+        return ""
+    table, first = outcomes[0]
+    return (f"every challenger point failed ({len(outcomes)} of {len(outcomes)}); the first, "
+            f"{table} `{first.run.key}`: {first.note}")
+
+
+def write(ch: Challenger, results, skipped, scale: str, uri: str, out: Path, seconds: float, margin: float,
+          against: list[str] = ()) -> Path:
+    """The report in ``out``; ``against``: the section comparing it with the last version
+    (:func:`harness.report.challenge.versions.against`)."""
     out.mkdir(parents=True, exist_ok=True)
     computed = sum(o.status != "finished" or not o.note.startswith("already recorded")
                    for r in results for o in r.outcomes)
-    lines = [f"# Challenge: {ch.name}", "",
+    failed = all_failed(results)
+    lines = [f"# Challenge: {ch.name}", "", *([f"**Failed: {failed}.**", ""] if failed else []),
              f"Generated by `chunkbench challenge {ch.given}` at **{scale}** scale from the MLflow "
-             f"record; do not edit. Chunker: `{ch.target}` (overrides: {', '.join(f'`{o}`' for o in ch.overrides)}). "
+             f"record; do not edit. Chunker: `{ch.target}` ({ch.arguments_text()}; code "
+             f"`{ch.tags()['challenge.code'][:8]}`; overrides: {', '.join(f'`{o}`' for o in ch.overrides)}). "
              f"{len(results)} tables challenged, {len(skipped)} skipped; {sum(len(r.outcomes) for r in results)} "
              f"challenger points ({computed} computed by this call, the rest already recorded); "
              f"{sum(r.baseline_computed for r in results)} baseline points run, "
              f"{sum(r.baseline_runs for r in results)} read from the record; {seconds:.0f} s in all.", ""]
-    lines += leaderboard(results) + [""] + cost_lines(results) + [""]
+    lines += leaderboard(results, margin) + [""] + ([*against, ""] if against else []) + cost_lines(results) + [""]
     lines += pareto_lines(ch, results, uri, scale, out) + ["", "## Per table", ""]
     for r in results:
         lines += table_lines(r) + [""]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from harness.report.challenge.challenger import Challenger
@@ -40,6 +41,7 @@ class Challenged:
     base: TableSpec                # the table as its file says
     families: tuple[Family, ...]
     lower: frozenset[str]          # layout metric keys where lower is better
+    left_out: tuple[str, ...] = ()  # the labels of the baseline rows --no-llm-baselines left out
 
     def mine(self, scale: str) -> list[GridRun]:
         """The challenger's points that run at ``scale``."""
@@ -63,6 +65,22 @@ def override_value(overrides: tuple[str, ...], key: str) -> str | None:
     return found
 
 
+LEFT_OUT = "left out: its chunker calls an LLM (--no-llm-baselines)"
+
+
+@lru_cache(maxsize=64)
+def _needs_llm(chunker: str) -> bool:
+    from harness.registry import needs_llm
+
+    return needs_llm(chunker)
+
+
+def calls_llm(spec: TableSpec, row: Axis, scale: str) -> bool:
+    """Whether the row's chunker calls a language model (:func:`harness.registry.needs_llm`)."""
+    chunker = override_value((*spec.shared, *spec.overrides(row, "rows", scale)), "chunker")
+    return chunker is not None and _needs_llm(chunker)
+
+
 def _sweep(ch: Challenger, sweep: Sweep) -> tuple[Sweep, str]:
     """The part of ``sweep`` the challenger takes (as overrides of its config), and what was left."""
     if not sweep:
@@ -79,14 +97,21 @@ def _sweep(ch: Challenger, sweep: Sweep) -> tuple[Sweep, str]:
     return kept, note
 
 
-def challenged(spec: TableSpec, ch: Challenger, scale: str, sweep: Sweep | None = None) -> Challenged:
-    """``spec`` with one challenger row per family; ``sweep`` replaces the block's (``--sweep``)."""
+def challenged(spec: TableSpec, ch: Challenger, scale: str, sweep: Sweep | None = None,
+               no_llm: bool = False) -> Challenged:
+    """``spec`` with one challenger row per family; ``sweep`` replaces the block's (``--sweep``);
+    ``no_llm``: the baseline rows whose chunker calls an LLM are skipped at ``scale``, as a row the
+    table does not run there (in the table as well as in the challenge: nothing runs them)."""
     c = spec.challenge
     if c is None or c.skip:
         raise ConfigError(f"table {spec.id} takes no challenger: {c.skip if c else 'it has no challenge block'}")
     if ch.name in {r.key for r in spec.rows} or any(r.key.startswith(f"{ch.name}~") for r in spec.rows):
         raise ConfigError(f"challenger name {ch.name!r} is a row of table {spec.id}: give another with --name")
     skips: dict[str, Any] = dict((spec.scales.get(scale) or {}).get("skip") or {})
+    left_out = [r for r in spec.rows if no_llm and not r.missing and r.key not in skips and calls_llm(spec, r, scale)]
+    skips.update({r.key: LEFT_OUT for r in left_out})
+    if left_out:
+        spec = replace(spec, scales={**spec.scales, scale: {**(spec.scales.get(scale) or {}), "skip": dict(skips)}})
     built = [r for r in spec.rows if not r.missing and any(fnmatch.fnmatch(r.key, g) for g in c.rows)]
     by_values: dict[tuple, list[Axis]] = {}
     for r in built:  # a family by the rows' declared overrides (a scale may swap a reader for a stand-in)
@@ -105,4 +130,5 @@ def challenged(spec: TableSpec, ch: Challenger, scale: str, sweep: Sweep | None 
         if all(m.key in skips for m in members):
             skips[key] = f"the rows it is compared with ({', '.join(m.label for m in members)}) are not run at this scale"
     scales = {**spec.scales, scale: {**(spec.scales.get(scale) or {}), "skip": skips}}
-    return Challenged(replace(spec, rows=(*spec.rows, *rows), scales=scales), spec, tuple(families), frozenset(c.lower))
+    return Challenged(replace(spec, rows=(*spec.rows, *rows), scales=scales), spec, tuple(families), frozenset(c.lower),
+                      tuple(r.label for r in left_out))

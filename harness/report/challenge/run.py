@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.report.challenge import cluster
+from harness.report.challenge import cluster, plan, versions
 from harness.report.challenge.challenger import Challenger
 from harness.report.challenge.rows import Challenged, challenged, override_value
-from harness.report.challenge.significance import Comparison, correct, rank, test, unit_scores
+from harness.report.challenge.significance import MARGIN, Comparison, correct, rank, test, unit_scores
 from harness.report.tables import grid, render
-from harness.report.tables.spec import TableSpec
+from harness.report.tables.spec import GridRun, TableSpec, table_ids
 from harness.report.tables.submit import uses_launcher
 from harness.types import ConfigError
 
@@ -69,17 +69,16 @@ class TableResult:
     run_ids: list[str] = field(default_factory=list)   # the challenger's runs
 
 
-def run_table(t: Challenged, ch: Challenger, scale: str, extra: Sequence[str], uri: str,
+def run_table(t: Challenged, ch: Challenger, scale: str, extra: Sequence[str], missing: list[GridRun],
               log: Callable[[str], None], here: bool = True) -> tuple[list[grid.Outcome], int, int]:
-    """The baseline points the record lacks, then the challenger's; the challenger's configs are
-    composed first, so a bad argument stops the challenge before anything runs. ``here=False``:
-    a launcher's jobs ran them (:mod:`harness.report.challenge.cluster`); a point still missing is
-    reported, not run on this machine."""
+    """The baseline points the record lacks (``missing``), then the challenger's; the challenger's
+    configs are composed first, so a bad argument stops the challenge before anything runs.
+    ``here=False``: a launcher's jobs ran them (:mod:`harness.report.challenge.cluster`); a point
+    still missing is reported, not run on this machine."""
     from harness.pipeline.record import IDENTITY_TAG, code_state, find_recorded
 
     code = code_state()
     base = [p for p in t.base.runs(scale) if not p.skip]
-    missing = t.baselines_missing(uri, scale, extra)
     points = t.mine(scale)
     configs = []
     for p in points:
@@ -109,11 +108,11 @@ def _mean(records: list, name: str) -> float | None:
     return statistics.fmean(found) if found else None
 
 
-def compare_table(t: Challenged, rendered: render.Rendered, uri: str) -> tuple[list[Ranked], list[Comparison],
-                                                                              list[Cost]]:
+def compare_table(t: Challenged, rendered: render.Rendered, uri: str, margin: float = MARGIN
+                  ) -> tuple[list[Ranked], list[Comparison], list[Cost]]:
     """Per family and column: the challenger's rank and each paired comparison (Holm over the
-    table); per family and group: what each row's chunking cost. ``rendered``: the challenged
-    table as :func:`render.build` read it from the record."""
+    table; ``margin``: the equivalence margin in points); per family and group: what each row's
+    chunking cost. ``rendered``: the challenged table as :func:`render.build` read it from the record."""
     s, scale, runs, cells = t.spec, rendered.scale, rendered.runs, rendered.cells
     points = render.grid_points(s, scale)
     rows = {r.key: r for r in s.rows}
@@ -147,7 +146,7 @@ def compare_table(t: Challenged, rendered: render.Rendered, uri: str) -> tuple[l
                 their = render.cell_runs(s, scale, row, col, runs, points)
                 scores = [unit_scores(uri, r, s.metric_name(row, col)) for _, r in their]
                 comparisons.append(test(c, scores, mine_scores, [_values(s, p) for p, _ in their],
-                                        [_values(s, p) for p, _ in my_runs], col.metric.factor))
+                                        [_values(s, p) for p, _ in my_runs], col.metric.factor, margin))
         for g in s.groups:
             if g.aggregate:
                 continue
@@ -170,10 +169,12 @@ def _values(spec: TableSpec, point) -> str:
 
 
 def challenge(given: cluster.Given, specs: Sequence[TableSpec], scale: str, extra: Sequence[str], uri: str,
-              out: Path, log: Callable[[str], None] = print):
+              root: Path = CHALLENGES, log: Callable[[str], None] = print, margin: float = MARGIN) -> Path:
     """Every table of ``specs`` that takes the challenger ``given`` names, run (here, or as a
-    launcher's jobs when ``extra`` selects one), rendered into ``out/tables`` and compared; the
-    report is :func:`harness.report.challenge.report.write`'s."""
+    launcher's jobs when ``extra`` selects one), rendered and compared; the report is
+    :func:`harness.report.challenge.report.write`'s, in its version's folder under ``root``
+    (:mod:`.versions`). What it will compute is logged first (:mod:`.plan`). Every challenger point
+    failing is an error (one line, the first failure's reason), raised after the report is written."""
     from harness.report.challenge import report
 
     t0 = time.perf_counter()
@@ -183,28 +184,39 @@ def challenge(given: cluster.Given, specs: Sequence[TableSpec], scale: str, extr
         if s.challenge is None or s.challenge.skip:
             skipped.append((s.id, s.challenge.skip if s.challenge else "the table file has no challenge block"))
             continue
-        t = challenged(s, ch, scale, given.sweep)
+        t = challenged(s, ch, scale, given.sweep, given.no_llm)
         if not t.mine(scale):
             skipped.append((s.id, f"none of its points runs at {scale} scale (its caption says why)"))
             continue
         todo.append(t)
+    if not todo:
+        raise ConfigError(f"none of the tables takes a challenger: {'; '.join(f'{i}: {why}' for i, why in skipped)}")
+    missing = {t.spec.id: t.baselines_missing(uri, scale, extra) for t in todo}
+    for line in plan.lines(todo, missing, scale):
+        log(line)
     here, by_jobs = not uses_launcher(extra), {}
-    if todo and not here:  # profile=cluster: every point as a job, the launcher waits for them
-        by_jobs = {t.spec.id: len(t.baselines_missing(uri, scale, extra)) for t in todo}
+    if not here:  # profile=cluster: every point as a job, the launcher waits for them
+        by_jobs = {i: len(m) for i, m in missing.items()}
         cluster.submit(given.for_jobs(ch.name), [t.spec.id for t in todo], scale, extra)
+    v = versions.version(ch, scale, versions.tables_part([s.id for s in specs], table_ids()))
+    out = root / ch.name / v.folder
     for t in todo:
         s, mine, t1 = t.base, {f.row for f in t.families}, time.perf_counter()
-        outcomes, reused, computed = run_table(t, ch, scale, extra, uri, log, here)
+        outcomes, reused, computed = run_table(t, ch, scale, extra, missing[s.id], log, here)
         reused, computed = reused - by_jobs.get(s.id, 0), computed + by_jobs.get(s.id, 0)
         rendered = render.build(t.spec, uri, scale, extra)
         render.write(rendered, out / "tables")
-        ranked, comparisons, costs = compare_table(t, rendered, uri)
+        ranked, comparisons, costs = compare_table(t, rendered, uri, margin)
         ids = [r.info.run_id for k, r in rendered.runs.items() if k.split("|")[0] in mine]
         results.append(TableResult(s, t, rendered, ranked, comparisons, costs, outcomes, reused, computed,
                                    time.perf_counter() - t1, ids))
         log(f"[{s.id}] challenged: {sum(o.status == 'finished' for o in outcomes)} finished, "
             f"{sum(o.status == 'failed' for o in outcomes)} failed, {reused} baseline points read from the record, "
             f"{computed} run, in {time.perf_counter() - t1:.0f}s")
-    if not results:
-        raise ConfigError(f"none of the tables takes a challenger: {'; '.join(f'{i}: {why}' for i, why in skipped)}")
-    return report.write(ch, results, skipped, scale, uri, out, time.perf_counter() - t0)
+    before = versions.last(root / ch.name, v)
+    against = versions.against(root / ch.name, before, v, report.ranks_csv(results)) if before else []
+    path = report.write(ch, results, skipped, scale, uri, out, time.perf_counter() - t0, margin, against)
+    versions.record(root / ch.name, v)
+    if failed := report.all_failed(results):
+        raise ConfigError(f"{failed}; the report of what was computed: {path}")
+    return path

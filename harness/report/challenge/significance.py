@@ -5,10 +5,16 @@ or, for a swept row, the mean over its sweep points (LGMGC's chunk sizes). The t
 two cells average: the same question's scores (for two rows swept over the same values, the same
 question at the same value, as a mean over (question, size) pairs is what the cells show; else each
 side's per-question mean over its runs). It is :func:`harness.statistics.paired_test`: a two-sided
-sign-flip permutation test and a bootstrap interval of the difference. The p-values of one table's
-comparisons are Holm-corrected together; a verdict (win, tie, loss) reads the corrected p-value at
-0.05, and where the uncorrected bootstrap interval says otherwise, the report says so. A number that
-is not a mean over units (a corpus BLEU, a micro-averaged F1) has no per-unit scores: no test.
+sign-flip permutation test and Student's t interval of the mean difference. The p-values of one
+table's comparisons are Holm-corrected together.
+
+A verdict has four values. ``win``/``loss``: the corrected p-value is below 0.05. Otherwise the
+interval decides what the data can say: ``tie`` when it lies within ± the equivalence margin
+(differences smaller than the margin do not matter, and larger ones are excluded), ``inconclusive``
+when it reaches past the margin (eleven questions cannot tell a 40-point loss from none). The margin
+is in points, hundredths of the metric's own scale (a percentage point of a recall), converted to the
+table's units. A number that is not a mean over units (a corpus BLEU, a micro-averaged F1) has no
+per-unit scores: no test.
 """
 
 from __future__ import annotations
@@ -21,10 +27,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-
-from harness.statistics import paired_test
-
 ALPHA = 0.05
+MARGIN = 2.0   # points: the equivalence margin's default (docs/metrics.md, "Is a difference real?")
+VERDICTS = ("win", "tie", "inconclusive", "loss", "untested")
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -118,6 +123,13 @@ class Comparison:
     p_holm: float = float("nan")
     pairing: str = ""
     note: str = ""
+    margin: float = float("nan")    # the equivalence margin in the table's units
+
+    @property
+    def detectable(self) -> float:
+        """Half the interval's width: the smallest observed difference whose interval would have
+        excluded 0, at this spread and number of questions."""
+        return (self.ci_high - self.ci_low) / 2
 
     @property
     def better(self) -> float:
@@ -128,17 +140,27 @@ class Comparison:
     def verdict(self) -> str:
         if math.isnan(self.p_holm):
             return "untested"
-        if self.p_holm >= ALPHA or self.better == 0:
+        if self.p_holm < ALPHA and self.better != 0:
+            return "win" if self.better > 0 else "loss"
+        if -self.margin <= self.ci_low and self.ci_high <= self.margin:  # NaN: never a tie
             return "tie"
-        return "win" if self.better > 0 else "loss"
+        return "inconclusive"
+
+    @property
+    def why(self) -> str:
+        """The verdict's reason, in the table's units."""
+        m = f"±{self.margin:.2f}"
+        return {"win": f"p (Holm) < {ALPHA}", "loss": f"p (Holm) < {ALPHA}",
+                "tie": f"the interval lies within {m}",
+                "inconclusive": f"the interval reaches past {m}"}.get(self.verdict, "")
 
     @property
     def disagreement(self) -> str:
-        """Where the bootstrap interval of the difference (uncorrected) and the verdict differ."""
+        """Where the interval of the difference (uncorrected) and the verdict differ."""
         if math.isnan(self.ci_low) or math.isnan(self.p_holm):
             return ""
         excludes_zero = self.ci_low > 0 or self.ci_high < 0
-        if excludes_zero and self.verdict == "tie":
+        if excludes_zero and self.verdict in ("tie", "inconclusive"):
             return "its 95% interval excludes 0, but the interval is not corrected for the table's comparisons"
         if not excludes_zero and self.verdict in ("win", "loss"):
             return "its 95% interval holds 0; the corrected test rejects, and the verdict is the test's"
@@ -146,8 +168,10 @@ class Comparison:
 
 
 def test(c: Comparison, base: list, challenger: list, base_points: list[str], challenger_points: list[str],
-         factor: float) -> Comparison:
-    """Fill in ``c``'s paired test from the two cells' runs' :func:`unit_scores` (one per run)."""
+         factor: float, margin: float = MARGIN) -> Comparison:
+    """Fill in ``c``'s paired test from the two cells' runs' :func:`unit_scores` (one per run);
+    ``margin`` in points (hundredths of the metric's scale), ``factor`` its scale in the table."""
+    c.margin = margin / 100 * factor
     if None in base or None in challenger or not base or not challenger:
         c.note = "no per-question scores (the number is not a mean over questions or documents): no test"
         return c
@@ -157,7 +181,9 @@ def test(c: Comparison, base: list, challenger: list, base_points: list[str], ch
         c.note = f"{len(p.a)} shared {unit}(s): no test"
         c.n = len(p.a)
         return c
-    r = paired_test(p.a, p.b)
+    from harness.statistics import paired_test  # numpy: loaded where a test runs, not by the CLI's --help
+
+    r = paired_test(p.a, p.b, interval="t")
     c.n, c.pairing = int(r["n"]), p.how
     c.diff, c.ci_low, c.ci_high = r["mean_diff"] * factor, r["ci_low"] * factor, r["ci_high"] * factor
     c.p = r["p_value"]
