@@ -62,6 +62,7 @@ def main(cfg: DictConfig) -> float | dict | None:
 
     name = run_name(hydra_cfg.runtime.choices, hydra_cfg.overrides.task)
     title = f"{name} [scale={cfg.scale}]"
+    code = f" [code: {Path(__file__).resolve().parents[1]}]"  # the checkout an installed chunkbench imports
     if cfg.tracking.enabled:
         try:
             run_id, new = record_run(cfg, result, name)
@@ -76,7 +77,7 @@ def main(cfg: DictConfig) -> float | dict | None:
             sys.exit(3)
         # tracking.rerun=skip: an identical run (same config and code) already recorded is not logged again
         title += f" mlflow run {run_id[:8]}" if new else f" already recorded as mlflow run {run_id[:8]}"
-    print_summary(result, title)
+    print_summary(result, title + code)
     return result.metrics.get(cfg.objective)
 
 

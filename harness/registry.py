@@ -239,18 +239,41 @@ def is_template(path: Path) -> bool:
     return isinstance(node, DictConfig) and "_target_" in node.keys() and OmegaConf.is_missing(node, "_target_")
 
 
+ABBREVIATIONS = ("e.g.", "i.e.", "al.", "vs.", "cf.", "App.", "Sec.", "Fig.", "Eq.", "No.")
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to the end of its first sentence: a full stop (!, ?) followed by a space or the
+    end, outside parentheses and backticks, not closing an abbreviation (``et al.``, ``e.g.``)."""
+    depth, code = 0, False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            code = not code
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch in ".!?" and not depth and not code and (i + 1 == len(text) or text[i + 1] == " "):
+            if not text[:i + 1].endswith(ABBREVIATIONS):
+                return text[:i + 1]
+    return text
+
+
 def describe(path: Path) -> str:
-    """A config file's first leading comment line (Hydra's ``@package`` header skipped), else its
-    ``_target_``, else ''."""
+    """The first sentence of a config file's leading comment (Hydra's ``@package`` header skipped;
+    a sentence may run over several lines), else its ``_target_``, else ''."""
+    comment: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         stripped = line.strip()
-        if not stripped:
-            continue
         if not stripped.startswith("#"):
-            break
+            if stripped or comment:
+                break
+            continue
         text = stripped.lstrip("#").strip()
         if text and not text.startswith("@package"):
-            return text
+            comment.append(text)
+    if comment:
+        return first_sentence(" ".join(comment))
     node = OmegaConf.load(path)
     return str(node.get("_target_") or "") if isinstance(node, DictConfig) else ""
 
@@ -261,7 +284,17 @@ def listing(group: str | None = None) -> list[tuple[str, str, str]]:
             for g in ([group] if group else groups()) for name in choices(g, templates=True)]
 
 
+def chunker_node(chunker: str) -> dict:
+    """A chunker's composed config (its defaults list merged), interpolations kept."""
+    return OmegaConf.to_container(compose([f"chunker={chunker}"]).chunker, resolve=False)
+
+
+def models_taken(node: dict) -> set[str]:
+    """Which of the run's models a composed chunker config takes: ``llm`` (``${llm}``), ``embedder``."""
+    text = OmegaConf.to_yaml(node)
+    return {role for role in ("llm", "embedder") if re.search(rf"\$\{{{role}\}}", text)}
+
+
 def needs_llm(chunker: str) -> bool:
     """Whether a chunker calls a language model: its composed config takes the run's ``${llm}``."""
-    node = compose([f"chunker={chunker}"]).chunker
-    return bool(re.search(r"\$\{llm\}", OmegaConf.to_yaml(node, resolve=False)))
+    return "llm" in models_taken(chunker_node(chunker))

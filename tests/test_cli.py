@@ -163,6 +163,35 @@ def test_ls_lists_the_real_configs(capsys):
                                                                                    ["tracking", "none"]]
 
 
+def test_ls_chunker_shows_whole_sentences_parameters_and_the_models_taken(capsys):
+    cli.main(["ls", "chunker"])
+    text = capsys.readouterr().out
+    paragraphs = {p.split()[0]: p for p in text.strip().split("\n\n")}
+    assert set(paragraphs) == set(registry.choices("chunker", templates=True))
+    assert paragraphs["fixed"].splitlines()[1].split() == ["parameters:", "size=200,", "overlap=0,", "unit=tokens,",
+                                                           "tokenizer=bundled"]
+    # a sentence over two comment lines, whole; the model it calls as a flag, not an interpolation
+    assert "[calls an LLM] LumberChunker (Duarte et al. 2024; HiChunk's \"LC\" baseline): paragraphs grouped up to " \
+           "`threshold` tokens; the model names the first paragraph" in paragraphs["lumber"]
+    assert "${" not in paragraphs["lumber"] and "parameters: threshold=550," in paragraphs["lumber"]
+    assert "[embeds] Breakpoint-based" in paragraphs["semantic_breakpoint"]
+    assert "[embeds, calls an LLM]" in paragraphs["raptor"] and "[" not in paragraphs["fixed"]
+
+
+def test_a_first_sentence_ends_at_a_full_stop_outside_brackets_and_abbreviations():
+    assert registry.first_sentence("A (Sec. 2. B) cut, e.g. here. Not this.") == "A (Sec. 2. B) cut, e.g. here."
+    assert registry.first_sentence("Lu et al. 2025 say `a. b` so! Then") == "Lu et al. 2025 say `a. b` so!"
+    assert registry.first_sentence("no stop at all") == "no stop at all"
+
+
+def test_version_names_the_checkout_it_runs(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith("chunkbench ")
+    assert f" from {Path(cli.__file__).resolve().parents[2]} (commit " in out  # the checkout, not the working directory
+
+
 @pytest.mark.parametrize("argv, message", [
     (["ls", "nope"], "no config group 'nope' (groups: chunker,"),
     (["judge", "A", "B", "--llm-config", "gpt5"], "Could not find 'llm/gpt5'"),

@@ -28,9 +28,34 @@ from harness.types import ConfigError
 VERBS = (run, ls, table, compare, judge, tables, challenge, models)
 
 
+def checkout() -> str:
+    """Which code runs: an installed ``chunkbench`` imports the checkout it was installed from,
+    whatever the working directory, so it is named (with its commit)."""
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    from harness.pipeline.record import REPO
+
+    try:
+        number = version("chunkbench")
+    except PackageNotFoundError:
+        number = "not installed"
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return f"chunkbench {number} from {REPO}" + (f" (commit {commit.stdout.strip()})" if commit.returncode == 0 else "")
+
+
+class Version(argparse.Action):
+    """``--version``: computed when asked (a git call), not whenever the parser is built."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(checkout())
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="chunkbench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action=Version, nargs=0, help="the version, and the checkout it runs")
     sub = ap.add_subparsers(dest="command", required=True, metavar="{" + ",".join(v.__name__.rsplit(".", 1)[1]
                                                                                 for v in VERBS) + "}")
     for v in VERBS:

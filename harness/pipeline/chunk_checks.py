@@ -57,7 +57,7 @@ def warning(metrics: Mapping[str, float], budget: int | None, limit: int | None)
                      f"only their heads are embedded")
     if single := int(metrics.get("docs_single_chunk_over_limit", 0)):
         parts.append(f"{single} of {n_docs} documents are one chunk over those limits: retrieval is trivial there")
-    return "degenerate chunking: " + "; ".join(parts) if parts else None
+    return "chunks the scores may flatter: " + "; ".join(parts) if parts else None
 
 
 def encoder_lengths(retriever, docs: Sequence[Document], chunked: Mapping[str, DocChunks]):

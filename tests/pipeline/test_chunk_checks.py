@@ -40,7 +40,7 @@ def test_the_warning_names_each_flag_and_is_silent_otherwise():
     metrics = {"n_chunks": 4, "n_docs": 3, "chunk_size_max": 900, "chunks_over_context_budget": 1,
                "chunks_over_embedder_input": 1, "docs_single_chunk_over_limit": 2}
     line = warning(metrics, 512, 128)
-    assert line.startswith("degenerate chunking: 1 of 4 chunks exceed the context budget (512; largest 900)")
+    assert line.startswith("chunks the scores may flatter: 1 of 4 chunks exceed the context budget (512; largest 900)")
     assert "1 of 4 chunks exceed the passage encoder's input (128 tokens)" in line
     assert "2 of 3 documents are one chunk over those limits" in line
     assert warning({"n_chunks": 4, "n_docs": 3, "docs_single_chunk": 3, "chunks_over_context_budget": 0}, 512, 128) is None
@@ -55,20 +55,20 @@ def test_a_run_of_one_chunk_per_document_warns_and_records_the_counts(make_cfg, 
     assert m["docs_single_chunk"] == m["n_docs"] == m["n_chunks"] > 0
     assert m["chunks_over_context_budget"] == m["docs_single_chunk_over_limit"] > 0
     assert m["embedder_input_limit"] == 256 and m["chunks_over_embedder_input"] > 0  # MiniLM's own limit
-    assert any(rec.getMessage().startswith("degenerate chunking:") for rec in caplog.records)
+    assert any(rec.getMessage().startswith("chunks the scores may flatter:") for rec in caplog.records)
     # a cached rerun still says it
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="harness.pipeline.runner"):
         again = Pipeline(cfg, log=lambda *_: None).run()
     assert set(again.stages.values()) == {"cached"}
-    assert any(rec.getMessage().startswith("degenerate chunking:") for rec in caplog.records)
+    assert any(rec.getMessage().startswith("chunks the scores may flatter:") for rec in caplog.records)
 
 
 def test_a_plain_run_is_not_flagged(make_cfg, caplog):
     with caplog.at_level(logging.WARNING, logger="harness.pipeline.runner"):
         m = Pipeline(make_cfg(), log=lambda *_: None).run().metrics
     assert m["chunks_over_context_budget"] == m["docs_single_chunk_over_limit"] == 0
-    assert not any("degenerate chunking" in rec.getMessage() for rec in caplog.records)
+    assert not any("chunks the scores may flatter" in rec.getMessage() for rec in caplog.records)
 
 
 def test_ranking_metrics_do_not_credit_a_chunk_the_context_cannot_hold(make_cfg):

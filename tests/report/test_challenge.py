@@ -302,6 +302,10 @@ def test_a_challenge_runs_its_rows_reuses_the_baselines_and_records_a_failure(tm
     assert first.name.startswith("smoke-demo_t1-fail_on=textbook,size=50-")
     text = readme.read_text()
     assert "(fail_on=textbook, size=50; code `" in text and "This version against the last" not in text
+    # the leaderboard by the table's row names, ranks averaged per metric, sizes in a named unit
+    assert "| Fixed (`fixed`) | 1 |" in text and "| Sentence (`sentence`) | 1 |" in text
+    assert "| ERec (`evidence_recall`) | 1.00 | 1 | 1 |" in text
+    assert "| demo/t1 |  | News | Fixed | " in text and " | tokens (bundled) | " in text
     assert "| table | why |" in text
     assert "- failed (2 points: `mine|textbook|++chunker.size=40`, `mine|textbook|++chunker.size=80`): Windows " \
            "failed on document textbook/" in text  # the reason once

@@ -34,26 +34,34 @@ def leaderboard(results, margin: float) -> list[str]:
     by: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     tables: dict[str, set[str]] = defaultdict(set)
     for r in results:
-        for c in r.comparisons:
-            by[c.baseline_chunker][c.verdict] += 1
-            tables[c.baseline_chunker].add(r.spec.id)
-    ranks = [x.rank for r in results for x in r.ranked if x.rank is not None]
-    firsts = sum(x.rank == 1 for r in results for x in r.ranked if x.rank is not None)
+        for c in r.comparisons:  # the tables' own names for the rows ("FLC", "SC"), their configs beside
+            name = c.baseline_label if c.baseline_label == c.baseline_chunker else \
+                f"{c.baseline_label} (`{c.baseline_chunker}`)"
+            by[name][c.verdict] += 1
+            tables[name].add(r.spec.id)
     lines = ["## Leaderboard", "",
-             f"Against each baseline chunker, over every column of every challenged table. A win or a loss: "
-             f"the paired permutation test rejects at {ALPHA} after Holm's correction across the table's "
+             f"Against each baseline row, by the tables' names, over every column of every challenged table. A win "
+             f"or a loss: the paired permutation test rejects at {ALPHA} after Holm's correction across the table's "
              f"comparisons. Otherwise the 95% interval of the difference decides: a tie when it lies within "
              f"± the equivalence margin ({margin:g} points), inconclusive when it reaches past it (too few "
              f"questions to tell). Untested: a number that is not a mean over questions or documents.", "",
-             "| baseline chunker | tables | wins | ties | inconclusive | losses | untested |", "|" + "---|" * 7]
+             "| baseline | tables | wins | ties | inconclusive | losses | untested |", "|" + "---|" * 7]
     for name in sorted(by, key=lambda n: (-by[n]["win"] + by[n]["loss"], n)):
         v = by[name]
         lines.append(f"| {name} | {len(tables[name])} | " + " | ".join(str(v[k]) for k in VERDICTS) + " |")
     if not by:
         lines.append("| no comparison: no challenger point finished beside a baseline |" + " |" * 6)
+    ranks: dict[str, list[int]] = defaultdict(list)  # per metric: a rank averages like with like
+    for r in results:
+        for x in r.ranked:
+            if x.rank is not None:
+                ranks[x.metric].append(x.rank)
     if ranks:
-        lines += ["", f"Mean rank of the challenger among its family's rows: **{statistics.fmean(ranks):.2f}** over "
-                      f"{len(ranks)} columns (1 = best; first in {firsts})."]
+        lines += ["", "The challenger's rank among its family's rows (1 = best), averaged per metric over the "
+                      "tables' columns of that metric:", "",
+                  "| metric | mean rank | columns | first in |", "|---|---|---|---|"]
+        lines += [f"| {m} | {statistics.fmean(v):.2f} | {len(v)} | {sum(x == 1 for x in v)} |"
+                  for m, v in sorted(ranks.items())]
     return lines
 
 
@@ -61,17 +69,18 @@ def cost_lines(results) -> list[str]:
     lines = ["## Cost and chunk sizes", "",
              "Per table and group, the challenger (★) beside the rows it is compared with: chunking seconds per "
              "document (what computing the chunks cost, cached or not), what the chunker embedded and asked an "
-             "LLM per document, and its chunks (sizes in the context's units; documents left as one chunk; "
+             "LLM per document, and its chunks (sizes in the unit of the run's context budget, named in the "
+             "size unit column: a tokenizer's tokens, words or characters; documents left as one chunk; "
              "chunks over the context budget or the passage encoder's input).", "",
-             "| table | family | group | row | s/doc | embedded texts/doc | LLM calls/doc | chunks/doc | mean size | "
-             "max size | docs as one chunk | over budget | over encoder |", "|" + "---|" * 13]
+             "| table | family | group | row | s/doc | embedded texts/doc | LLM calls/doc | chunks/doc | size unit | "
+             "mean size | max size | docs as one chunk | over budget | over encoder |", "|" + "---|" * 14]
     for r in results:
         for c in r.costs:
             v = c.values
             lines.append("| " + " | ".join([
                 r.spec.id, c.family or "", c.group, ("**" + c.row + "**") if c.challenger else c.row,
                 num(v.get("chunk_seconds_per_doc"), 3), num(v.get("embedded texts/doc"), 1),
-                num(v.get("LLM calls/doc"), 1), num(v.get("chunks_per_doc"), 1), num(v.get("chunk_size_mean"), 1),
+                num(v.get("LLM calls/doc"), 1), num(v.get("chunks_per_doc"), 1), c.unit, num(v.get("chunk_size_mean"), 1),
                 num(v.get("chunk_size_max"), 0), num(v.get("docs_single_chunk"), 0),
                 num(v.get("chunks_over_context_budget"), 0), num(v.get("chunks_over_embedder_input"), 0)]) + " |")
     return lines
@@ -133,7 +142,8 @@ def table_lines(r) -> list[str]:
             failed[o.note].append(f"`{o.run.key}`")
     for note, keys in failed.items():
         lines.append(f"- failed ({len(keys)} point{'s' * (len(keys) > 1)}: {', '.join(keys)}): {note}")
-    lines += ["", "| family | column | challenger | rank | best baseline | Δ to best | mean chunk size |",
+    lines += ["", "| family | column | challenger | rank | best baseline | Δ to best | mean chunk size (unit: the cost "
+                  "table's) |",
               "|---|---|---|---|---|---|---|"]
     for x in r.ranked:
         if x.note.startswith("not run at"):  # the table's caption says why

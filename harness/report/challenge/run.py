@@ -43,6 +43,7 @@ class Ranked:
     best_value: float | None
     chunk_size: float | None      # the challenger's mean chunk size in this cell's runs
     note: str = ""
+    metric: str = ""              # the metric's label (a mean rank averages one metric's columns)
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Cost:
     row: str                      # a row's label
     challenger: bool
     values: dict[str, float]
+    unit: str = ""                # what its chunk sizes count (size_unit)
 
 
 @dataclass
@@ -108,6 +110,12 @@ def _mean(records: list, name: str) -> float | None:
     return statistics.fmean(found) if found else None
 
 
+def size_unit(records: list) -> str:
+    """What the runs' chunk sizes count: the context budget's unit, with its tokenizer for tokens."""
+    units = {(r.data.params.get("context.unit"), r.data.params.get("context.tokenizer")) for r in records}
+    return "; ".join(sorted(f"tokens ({t})" if u == "tokens" and t else u or "?" for u, t in units))
+
+
 def compare_table(t: Challenged, rendered: render.Rendered, uri: str, margin: float = MARGIN
                   ) -> tuple[list[Ranked], list[Comparison], list[Cost]]:
     """Per family and column: the challenger's rank and each paired comparison (Holm over the
@@ -132,7 +140,8 @@ def compare_table(t: Challenged, rendered: render.Rendered, uri: str, margin: fl
                                  None if mine.ours is None else rank(mine.ours, list(valued.values()), lower),
                                  len(valued) + (mine.ours is not None), rows[best].label if best else "",
                                  valued.get(best), _mean([r for _, r in my_runs], "chunk_size_mean"),
-                                 "" if mine.ours is not None else mine.note))
+                                 "" if mine.ours is not None else mine.note,
+                                 f"{col.metric.label} (`{col.metric.metric}`)"))
             if col.group.aggregate:  # a mean of other columns: ranked, its parts are tested
                 continue
             metric = s.metric_name(me, col)
@@ -158,7 +167,8 @@ def compare_table(t: Challenged, rendered: render.Rendered, uri: str, margin: fl
                 values = {k: v for k in COST if (v := _mean(records, k)) is not None}
                 n_docs = _mean(records, "n_docs") or 1.0
                 values.update({label: v / n_docs for k, label in PER_DOC.items() if (v := _mean(records, k)) is not None})
-                costs.append(Cost(fam.label, g.label or g.key, rows[key].label, key == fam.row, values))
+                costs.append(Cost(fam.label, g.label or g.key, rows[key].label, key == fam.row, values,
+                                  size_unit(records)))
     correct(comparisons)
     return ranked, comparisons, costs
 
