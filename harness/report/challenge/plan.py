@@ -51,7 +51,7 @@ def lines(todo: Sequence[Challenged], missing: Mapping[str, list[GridRun]], scal
                    f"baselines: {len(base) - len(todo_base)} read from the record, {len(todo_base)} to run"
                    + (f" ({llm} calling an LLM)" if llm else "") + f"; {estimate}")
     left_out = sorted({label for t in todo for label in t.left_out})
-    out.append(f"plan: {len(todo)} table(s), about {_minutes(total)} of CPU time at most"
+    out.append(f"plan: {len(todo)} table(s), about {_minutes(total)} of CPU time at the tables' mean seconds a point"
                + (f" (and the unknown time of {', '.join(unknown)})" if unknown else "")
                + (f"; {llm_all} baseline point(s) call an LLM and take far longer than a table's mean: "
                   f"--no-llm-baselines leaves them out" if llm_all else "")
