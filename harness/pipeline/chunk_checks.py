@@ -7,6 +7,8 @@ book one 157,317-word chunk and scored DCG@k = Recall@k = 1.0 on every question)
 stops a run: a chunker may mean them, and a run on the data it was given is still a record. Ranking
 metrics score a chunk over the context budget as a miss (:meth:`harness.metrics.base.QueryEval.credited`).
 A run whose every context is empty does stop (:func:`check_contexts`): it measures nothing.
+A setting where the context holds whole documents is counted too (:func:`whole_document_contexts`):
+there no chunking can change a retrieval score (reports mark it saturated).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from harness.aggregation import text_chunks
-from harness.types import ConfigError, Context, DocChunks, Document
+from harness.types import ConfigError, Context, DocChunks, Document, Query
 
 
 def chunk_checks(docs: Sequence[Document], chunked: Mapping[str, DocChunks], sizes: Sequence[int],
@@ -42,6 +44,20 @@ def chunk_checks(docs: Sequence[Document], chunked: Mapping[str, DocChunks], siz
         first += n
     out["docs_single_chunk_over_limit"] = float(single_over)
     return out
+
+
+def whole_document_contexts(queries: Sequence[Query], doc_sizes: Mapping[str, int], budget: int,
+                            scope: str) -> float:
+    """The share of queries whose searched documents (their ``doc_ids`` under
+    ``retriever.scope=document``, the whole corpus otherwise) fit the context budget together
+    (``doc_sizes`` in context units): such a context holds them whole whatever the chunks, so the
+    chunker decides nothing there (``contexts_whole_documents``; 1.0: the run's setting is saturated)."""
+    if not queries:
+        return 0.0
+    corpus = sum(doc_sizes.values())
+    fit = [(corpus if scope == "corpus" else sum(doc_sizes.get(d, 0) for d in q.doc_ids)) <= budget
+           for q in queries]
+    return sum(fit) / len(fit)
 
 
 def warning(metrics: Mapping[str, float], budget: int | None, limit: int | None) -> str | None:
