@@ -5,8 +5,14 @@ Layout (JSONL preferred; Parquet accepted, where ``meta`` may be a JSON string):
     documents.jsonl | documents.parquet
         {doc_id, text, title?, sections?: [{start, end, level, title?}], language?, meta?}
     queries.jsonl | queries.parquet
-        {qid, question, answers?: [str], doc_ids?: [str], evidence?: [{doc_id, start, end}],
+        {qid, question, answers?: [str], doc_ids?: [str],
+         evidence?: [{doc_id, start, end} | {doc_id, text}],
          facts?: [str], task?, unaligned_evidence?: [str], evidence_wording?: [str], meta?}
+
+Evidence is a character span of its document, or its text, aligned to a span as every loader
+aligns evidence snippets (exact, then normalised, then fuzzy: :mod:`harness.data.align`); the
+load report counts how each was aligned, and a text no document holds is kept as
+``unaligned_evidence`` (evidence recall still reads it) and counted as unaligned.
 
 ``unaligned_evidence`` holds evidence snippets that could not be aligned to a span;
 ``evidence_wording`` (optional, one per span) the dataset's own words for each span where they
@@ -23,9 +29,11 @@ be exported once and re-read without its original loader.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.data.align import AlignmentReport, align_evidence
 from harness.data.base import Dataset, DatasetLoader, Read, query_doc_ids
 from harness.data.rows import WHOLE_ROW, RowFields, read_rows
 from harness.types import ConfigError, DataError, Document, Query, Section, Span
@@ -48,28 +56,84 @@ def parse_document(f: RowFields) -> Document:
         sections=tuple(sections), language=f.get("language", str, "en"), meta=f.meta())
 
 
-def parse_query(f: RowFields) -> Query:
-    evidence = []
+@dataclass(frozen=True)
+class QueryRow:
+    """A query row as read: its evidence given as offsets placed, that given as text (evidence
+    index, doc_id, text) aligned once the documents are kept (:meth:`LocalDataset.read`)."""
+
+    query: Query
+    texts: tuple[tuple[int, str, str], ...]
+    fields: RowFields
+
+    @property
+    def qid(self) -> str:
+        return self.query.qid
+
+    def doc_ids(self) -> list[str]:
+        return [*query_doc_ids(self.query), *(d for _, d, _ in self.texts)]
+
+
+def parse_query(f: RowFields) -> QueryRow:
+    evidence, texts = [], []
     for i, e in enumerate(f.get("evidence", "dict_list", [])):
         at = f"evidence[{i}]"
-        evidence.append(Span(
-            doc_id=f.get("doc_id", str, source=e, label=f"{at}.doc_id"),
-            start=f.get("start", int, source=e, label=f"{at}.start"),
-            end=f.get("end", int, source=e, label=f"{at}.end")))
+        doc_id = f.get("doc_id", str, source=e, label=f"{at}.doc_id")
+        if e.get("text") is not None:  # text to align: {doc_id, text}
+            if e.get("start") is not None or e.get("end") is not None:
+                raise f.error(at, "give start and end, or text, not both")
+            text = f.get("text", str, source=e, label=f"{at}.text")
+            if not text.strip():
+                raise f.error(f"{at}.text", "is empty")
+            texts.append((i, doc_id, text))
+        else:
+            evidence.append(Span(doc_id=doc_id, start=f.get("start", int, source=e, label=f"{at}.start"),
+                                 end=f.get("end", int, source=e, label=f"{at}.end")))
     meta = f.meta()
     unaligned = f.get("unaligned_evidence", "str_list", None)
     old = f.get("unaligned_evidence", "str_list", None, source=meta,
                 label="meta.unaligned_evidence")
     if unaligned is not None and old is not None:
         raise f.error("unaligned_evidence", "given twice: as a field and in meta")
+    wording = tuple(f.get("evidence_wording", "str_list", ()))
+    if wording and texts:
+        raise f.error("evidence_wording", "not with evidence given as text (the text is its wording)")
     meta = {k: v for k, v in meta.items() if k not in _OLD_META_EVIDENCE}
-    return Query(
+    return QueryRow(Query(
         qid=f.get("qid", str), question=f.get("question", str),
         answers=tuple(f.get("answers", "str_list", ())),
         doc_ids=tuple(f.get("doc_ids", "str_list", ())), evidence=tuple(evidence),
         facts=tuple(f.get("facts", "str_list", ())), task=f.get("task", str, ""), meta=meta,
         unaligned_evidence=tuple(unaligned if unaligned is not None else old or ()),
-        evidence_wording=tuple(f.get("evidence_wording", "str_list", ())))
+        evidence_wording=wording), tuple(texts), f)
+
+
+def aligned(row: QueryRow, docs: dict[str, Document], alignment: AlignmentReport) -> Query:
+    """``row``'s query with its text evidence aligned as every loader aligns snippets (exact,
+    normalised, fuzzy; :func:`harness.data.align.align_evidence`), in the order given: a snippet
+    no document holds is kept as ``unaligned_evidence`` and counted, as the other loaders do."""
+    q = row.query
+    if not row.texts:
+        return q
+    texts = {i: (d, t) for i, d, t in row.texts}
+    offsets = iter(q.evidence)
+    spans, wording, unaligned = [], [], []
+    for i in range(len(q.evidence) + len(texts)):  # in the order the row gives them
+        if i not in texts:
+            span = next(offsets)
+            spans.append(span)
+            wording.append(docs[span.doc_id].text[span.start:span.end] if span.doc_id in docs else "")
+            continue
+        doc_id, text = texts[i]
+        if doc_id not in docs:
+            raise row.fields.error(f"evidence[{i}].doc_id", f"unknown document {doc_id!r}")
+        found = alignment.add(align_evidence(docs[doc_id].text, text))
+        if found:
+            spans.append(Span(doc_id, found[0], found[1]))
+            wording.append(text)
+        else:
+            unaligned.append(text)
+    return replace(q, evidence=tuple(spans), evidence_wording=tuple(wording),
+                   unaligned_evidence=(*q.unaligned_evidence, *unaligned))
 
 
 def _read_records(path: Path, dataset: str, id_field: str, parse) -> list:
@@ -94,7 +158,7 @@ class LocalDataset(DatasetLoader):
     """
     title = "local data"
 
-    version = 3  # 3: evidence_wording
+    version = 4  # 3: evidence_wording; 4: evidence given as text, aligned
     sources = ("path",)  # dataset.path is required: there is no sample and no Hub copy
     default_source = "path"
 
@@ -138,8 +202,8 @@ class LocalDataset(DatasetLoader):
     def read(self) -> Read:
         docs_path, queries_path = self.source_files()
         documents = _read_records(docs_path, self.name, "doc_id", parse_document)
-        queries = _read_records(queries_path, self.name, "qid", parse_query)
-        for path, records in ((docs_path, documents), (queries_path, queries)):
+        rows = _read_records(queries_path, self.name, "qid", parse_query)
+        for path, records in ((docs_path, documents), (queries_path, rows)):
             if not records:
                 raise DataError(self.name, path.name, WHOLE_ROW,
                                 f"{path} holds no records (empty or blank): a run needs at least "
@@ -148,10 +212,13 @@ class LocalDataset(DatasetLoader):
         if self.limit_docs is None:  # a query on a document no file holds: validation names it
             self.count("queries_dropped_limit_docs", 0)
         else:
-            queries = self.on_kept_docs(queries, {d.doc_id for d in documents}, query_doc_ids,
-                                        "queries_dropped_limit_docs")
-        queries = self.keep_queries(queries)
+            rows = self.on_kept_docs(rows, {d.doc_id for d in documents}, QueryRow.doc_ids,
+                                     "queries_dropped_limit_docs")
+        rows = self.keep_queries(rows)
+        alignment, by_id = AlignmentReport(), {d.doc_id: d for d in documents}
+        queries = [aligned(r, by_id, alignment) for r in rows]  # the kept ones: the counts are theirs
         return documents, queries, {
+            **alignment.as_report("evidence"),
             "n_evidence_spans": sum(len(q.evidence) for q in queries),
             "n_unaligned_evidence": sum(len(q.unaligned_evidence) for q in queries)}
 

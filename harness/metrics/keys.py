@@ -34,7 +34,7 @@ RUN_STATISTICS = QUERY_MEANS | frozenset({
     "context_merges_total",
     # harness.pipeline.chunk_checks: chunkings a score would flatter
     "chunks_over_context_budget", "chunks_over_embedder_input", "embedder_input_limit", "docs_single_chunk",
-    "docs_single_chunk_over_limit"})
+    "docs_single_chunk_over_limit", "contexts_whole_documents"})
 STAGE_SECONDS = "stage_seconds/"  # + a stage's name (harness.pipeline.stages declares them)
 
 

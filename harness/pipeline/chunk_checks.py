@@ -7,6 +7,8 @@ book one 157,317-word chunk and scored DCG@k = Recall@k = 1.0 on every question)
 stops a run: a chunker may mean them, and a run on the data it was given is still a record. Ranking
 metrics score a chunk over the context budget as a miss (:meth:`harness.metrics.base.QueryEval.credited`).
 A run whose every context is empty does stop (:func:`check_contexts`): it measures nothing.
+A context that holds its documents whole is counted too (:func:`whole_document_contexts`): there
+no chunking can change a span score (reports mark a column saturated where every row is alike).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from harness.aggregation import text_chunks
-from harness.types import ConfigError, Context, DocChunks, Document
+from harness.types import ConfigError, Context, DocChunks, Document, Query
 
 
 def chunk_checks(docs: Sequence[Document], chunked: Mapping[str, DocChunks], sizes: Sequence[int],
@@ -42,6 +44,40 @@ def chunk_checks(docs: Sequence[Document], chunked: Mapping[str, DocChunks], siz
         first += n
     out["docs_single_chunk_over_limit"] = float(single_over)
     return out
+
+
+def whole_document_contexts(queries: Sequence[Query], contexts: Sequence[Context], docs: Sequence[Document],
+                            doc_sizes: Mapping[str, int], budget: int, scope: str) -> float:
+    """The share of queries whose context holds every document they search whole: their
+    ``doc_ids`` under ``retriever.scope=document``, the whole corpus otherwise. Measured, not
+    predicted: the documents must fit the budget together (``doc_sizes`` in context units) and the
+    context's spans (as included: a truncated chunk counts as cut) must cover all their text but whitespace (a retriever may rank only the
+    chunks that share a word with the question). There span metrics are the same for any chunker
+    (``contexts_whole_documents``; reports mark a column saturated where it is 1.0 and every row
+    scores alike)."""
+    if not queries:
+        return 0.0
+    by_id = {d.doc_id: d for d in docs}
+    whole = 0
+    for q, ctx in zip(queries, contexts):
+        searched = list(by_id) if scope == "corpus" else [d for d in q.doc_ids if d in by_id]
+        if not searched or sum(doc_sizes.get(d, 0) for d in searched) > budget:
+            continue
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for sp in ctx.spans:
+            spans.setdefault(sp.doc_id, []).append((sp.start, sp.end))
+        whole += all(_covered(by_id[d].text, spans.get(d, [])) for d in searched)
+    return whole / len(queries)
+
+
+def _covered(text: str, spans: list[tuple[int, int]]) -> bool:
+    """Whether ``spans`` leave out nothing of ``text`` but whitespace."""
+    end = 0
+    for s, e in sorted(spans):
+        if s > end and text[end:s].strip():
+            return False
+        end = max(end, e)
+    return not text[end:].strip()
 
 
 def warning(metrics: Mapping[str, float], budget: int | None, limit: int | None) -> str | None:

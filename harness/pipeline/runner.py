@@ -28,7 +28,8 @@ from harness.aggregation import aggregate, aggregate_documents, chunk_statistics
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.data.base import NOT_QUERIED
 from harness.metrics.base import DocumentMetric
-from harness.pipeline.chunk_checks import check_contexts, chunk_checks, encoder_lengths, warning
+from harness.pipeline.chunk_checks import (check_contexts, chunk_checks, encoder_lengths, warning,
+                                           whole_document_contexts)
 from harness.pipeline.components import Components, build_components, resolve_reader
 from harness.pipeline.stages import STAGES, Stage
 from harness.progress import tqdm
@@ -53,7 +54,7 @@ class RunResult:
 
 # What summarize() fills in, cached with the evaluation; the version changes with summarize().
 SUMMARY_FIELDS = ("metrics", "per_query", "dataset_report", "per_document", "run_level")
-SUMMARY_VERSION = 2  # 2: the chunk checks (harness.pipeline.chunk_checks)
+SUMMARY_VERSION = 3  # 2: the chunk checks (harness.pipeline.chunk_checks); 3: contexts_whole_documents
 
 
 def config_slice(cfg: DictConfig, group: str) -> Any:
@@ -206,6 +207,17 @@ class Pipeline:
             self.cache.put("chunk_sizes", key, sizes)
         return sizes
 
+    def document_sizes(self) -> dict[str, int]:
+        """Each document's size in context units, cached per data set and tokenizer: every
+        chunker's run on the data reads the same sizes."""
+        tokenizer = self.c.context.tokenizer
+        key = make_key("document_sizes", self.keys["load"], repr(tokenizer))
+        sizes = self.cache.get("document_sizes", key)
+        if sizes is None:
+            sizes = {d.doc_id: tokenizer.count(d.text) for d in self.outputs["load"].documents}
+            self.cache.put("document_sizes", key, sizes)
+        return sizes
+
     def summarize_cached(self, r: RunResult) -> None:
         """:meth:`summarize`, cached under the evaluation's key: a warm rerun neither
         aggregates nor bootstraps again (nor imports scipy to do so)."""
@@ -242,6 +254,10 @@ class Pipeline:
         r.metrics.update(chunk_checks(ds.documents, o["chunk"], sizes, self.budget(), encoder))
         if encoder is not None:
             r.metrics["embedder_input_limit"] = float(encoder[0])
+        if self.budget() is not None:
+            r.metrics["contexts_whole_documents"] = whole_document_contexts(
+                ds.queries, contexts, ds.documents, self.document_sizes(), self.budget(),
+                getattr(c.retriever, "scope", "corpus"))
         r.metrics["retrieval_seconds_per_query"] = mean([rt.seconds for rt in retrieved])
         r.metrics["index_seconds"] = o["retrieve"].index_seconds
         r.metrics["n_queries"] = len(ds.queries)

@@ -119,6 +119,11 @@ def test_document_errors_name_dataset_row_field(tmp_path, doc, row, field):
      "evidence[0].start"),
     ({**_QUERY, "task": ["T1"]}, "q1", "task"),
     ({**_QUERY, "unaligned_evidence": ["ok", 3]}, "q1", "unaligned_evidence"),
+    ({**_QUERY, "evidence": [{"doc_id": "nope", "text": "Alpha"}]}, "q1", "evidence[0].doc_id"),
+    ({**_QUERY, "evidence": [{"doc_id": "d1", "text": "Alpha", "start": 0, "end": 5}]}, "q1", "evidence[0]"),
+    ({**_QUERY, "evidence": [{"doc_id": "d1", "text": " "}]}, "q1", "evidence[0].text"),
+    ({**_QUERY, "evidence": [{"doc_id": "d1", "text": "Alpha"}], "evidence_wording": ["A"]}, "q1",
+     "evidence_wording"),
 ])
 def test_query_errors_name_dataset_row_field(tmp_path, query, row, field):
     _write_rows(tmp_path, [_DOC], [query])
@@ -173,3 +178,30 @@ def test_bad_parameters():
         LocalDataset("???")
     with pytest.raises(ConfigError, match="limit_docs"):
         LocalDataset("x", limit_docs=-1)
+
+
+def test_evidence_given_as_text_is_aligned_and_counted(tmp_path):
+    """``{doc_id, text}`` evidence goes through the loaders' aligner (exact, normalised, fuzzy), in
+    the order given beside offset spans; a text no document holds is kept unaligned and counted."""
+    docs = [{"doc_id": "d1", "text": "Alpha beta.\n\nGamma   delta \u201cquoted\u201d. Epsilon."},
+            {"doc_id": "d2", "text": "Zweiter Text."}]
+    queries = [
+        {"qid": "q1", "question": "Gamma?", "evidence": [
+            {"doc_id": "d1", "start": 0, "end": 5},
+            {"doc_id": "d1", "text": "Gamma delta \"quoted\"."},   # whitespace and quotes differ
+            {"doc_id": "d2", "text": "Zweiter Text."}]},
+        {"qid": "q2", "question": "Missing?", "doc_ids": ["d1"],
+         "evidence": [{"doc_id": "d1", "text": "Nothing of the kind is written in this document at all."}]}]
+    ds = LocalDataset(_write_rows(tmp_path, docs, queries)).load()
+    q1, q2 = ds.queries
+    text = ds.documents[0].text
+    assert [text[s.start:s.end] for s in q1.evidence[:2]] == ["Alpha", "Gamma   delta \u201cquoted\u201d."]
+    assert q1.evidence[2] == Span("d2", 0, 13)
+    assert q1.evidence_wording == ("Alpha", "Gamma delta \"quoted\".", "Zweiter Text.")
+    assert q2.evidence == () and q2.unaligned_evidence == ("Nothing of the kind is written in this document at all.",)
+    r = ds.report
+    assert (r["evidence_total"], r["evidence_exact"], r["evidence_normalised"], r["evidence_unaligned"]) == (3, 1, 1, 1)
+    assert (r["n_evidence_spans"], r["n_unaligned_evidence"]) == (3, 1)
+    # a limit on documents drops the question whose text evidence is in a document left out
+    limited = LocalDataset(tmp_path, limit_docs=1).load()
+    assert [q.qid for q in limited.queries] == ["q2"] and limited.report["evidence_total"] == 1

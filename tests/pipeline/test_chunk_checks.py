@@ -124,3 +124,19 @@ def test_the_load_stage_warns_of_evidence_no_query_searches(make_cfg, caplog):
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith(f"retriever.scope=document: 1 of {len(ds.queries)} queries have evidence in a document "
                            f"they do not search (1 spans)")
+
+
+def test_a_context_holds_its_documents_whole_only_when_its_chunks_cover_them():
+    """Measured: the documents fit the budget AND the context's chunks cover their text; a retriever
+    that ranks only some chunks leaves a document partly out however small it is."""
+    from harness.pipeline.chunk_checks import whole_document_contexts
+    from harness.types import Context, Document, Query, Span
+
+    docs = [Document("a", "one two. three four."), Document("b", "five six.")]
+    queries = [Query("q1", "?", doc_ids=("a",)), Query("q2", "?", doc_ids=("a",)), Query("q3", "?", doc_ids=("b",))]
+    contexts = [Context("q1", ("a#1", "a#0"), "", 0, (Span("a", 9, 20), Span("a", 0, 8))),
+                Context("q2", ("a#0",), "", 0, (Span("a", 0, 8),)), Context("q3", ("b#0",), "", 0, (Span("b", 0, 9),))]
+    sizes = {"a": 4, "b": 2}
+    assert whole_document_contexts(queries, contexts, docs, sizes, 10, "document") == 2 / 3
+    assert whole_document_contexts(queries, contexts, docs, sizes, 3, "document") == 1 / 3  # a does not fit
+    assert whole_document_contexts(queries, contexts, docs, sizes, 10, "corpus") == 0.0  # b is in no context of a's

@@ -443,6 +443,82 @@ def test_own_data_puts_the_challenger_beside_the_standard_baselines(tmp_path, ou
     assert "| ★ Windows |" in table and "| semantic_cluster |" in table and "paper" not in table.split("\n|")[1]
 
 
+PLACES = ["harbour", "orchard", "glacier", "foundry", "library", "volcano"]
+THINGS = ["lanterns", "ledgers", "pulleys", "barrels", "compasses", "anchors", "kettles", "ropes", "bells", "maps"]
+
+
+def short_documents(folder):
+    """Six documents of about 700 tokens (far below a 4,096-token context) whose counts name no
+    place: only a chunk that keeps the document's first sentence says where it is. A question per
+    (document, every third thing), its evidence given as text."""
+    import json
+
+    folder.mkdir(parents=True)
+    docs, queries = [], []
+    for i, place in enumerate(PLACES):
+        sentences = [f"This is the keeper's record of the {place}."]
+        for j, thing in enumerate(THINGS):
+            sentences += [f"The keeper counted {3 + (i * 7 + j) % 40} {thing} in room {j + 1}.",
+                          f"The {PLACES[(i + j + 1) % len(PLACES)]} once lent {thing} to travellers who asked.",
+                          f"Nobody recalls why room {j + 1} smells of cedar and old rain."]
+        docs.append({"doc_id": place, "text": " ".join(sentences)})
+        queries += [{"qid": f"{place}-{j}", "question": f"How many {thing} did the {place} keeper count?",
+                     "doc_ids": [place], "evidence": [{"doc_id": place, "text": sentences[1 + 9 * j]}]}
+                    for j, thing in enumerate(THINGS[::3])]
+    for name, rows in (("documents", docs), ("queries", queries)):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+@pytest.mark.slow
+def test_own_data_lets_chunking_count_and_a_saturating_set_runs_the_baselines_again(tmp_path, outside, capsys):
+    """Short documents: the own-data defaults (pooled corpus, 512 tokens) tell the chunkers apart;
+    ``--set retriever.scope=document --set context.budget=4096`` hands every document back whole:
+    the baselines recorded without it are run again, never read, and the report and the table
+    say the numbers are saturated."""
+    from harness.cli import main
+
+    data = short_documents(tmp_path / "short")
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    args = ["challenge", f"{outside}:Windows", "chunker.size=60", "dataset=local", f"dataset.path={data}",
+            "--uri", uri, "--set", f"cache.dir={tmp_path / 'cache'}", "--set", "retriever=bm25"]
+
+    def report(root):  # the one version folder a challenge writes under --out
+        return next((root / "Windows").glob("*/README.md")).parent
+
+    def erec(out):
+        table = next((out / "tables" / "own").glob("*.md")).read_text()
+        return table, [float(line.split("|")[2].split()[0]) for line in table.splitlines()
+                       if line.startswith("| ") and "ERec" not in line]
+
+    main([*args, "--out", str(tmp_path / "default")])
+    capsys.readouterr()
+    readme = (report(tmp_path / "default") / "README.md").read_text()
+    table, values = erec(report(tmp_path / "default"))
+    assert len(set(values)) > 1 and max(values) < 100  # the chunkers differ, none at the ceiling
+    assert "saturated" not in readme.lower() and "saturated" not in table
+    assert "(`--set`): `retriever=bm25`." in readme
+    assert "`retriever.scope=corpus`, `context.budget=512`, `context.unit=tokens`, `dataset=local`" in readme
+
+    # each document whole in one window, a 4,096-token context over its own document: every row at the
+    # ceiling of ERec and span recall; span precision still tells the chunkers apart
+    whole = [a if a != "chunker.size=60" else "chunker.size=5000" for a in args]
+    main([*whole, "--set", "retriever.scope=document", "--set", "context.budget=4096", "--out", str(tmp_path / "whole")])
+    n = len(own_data.BASELINES)
+    assert f"0 baseline points read from the record, {n} run" in capsys.readouterr().out
+    readme = (report(tmp_path / "whole") / "README.md").read_text()
+    assert (f"{n} baseline points run, 0 read from the record" in readme and "(`--set`): `context.budget=4096`, "
+            "`retriever.scope=document`, `retriever=bm25`." in readme)
+    table, values = erec(report(tmp_path / "whole"))
+    assert values == [100.0] * (n + 1)
+    rows = [line.split("|")[2:5] for line in table.splitlines() if line.startswith("| ") and "ERec" not in line]
+    assert all("— saturated: chunking cannot change this number here (every row scores 100" in c
+               for erec_cell, recall, _ in rows for c in (erec_cell, recall))
+    assert not any("saturated" in precision for *_, precision in rows)
+    assert "**Saturated: chunking cannot change 2 of the challenger's 3 values here**" in readme
+    assert "Every run under the overrides `context.budget=4096`, `retriever.scope=document`, `retriever=bm25`" in table
+
+
 def test_an_override_that_is_not_the_chunkers_is_one_line(outside):
     from harness.cli import main
 

@@ -26,7 +26,17 @@ def test_a_point_key_is_quoted_for_hydra():
     (point,) = [p for p in t.runs("smoke") if not p.skip]
     overrides = submit.job_overrides(t, point, "smoke", ["scale=smoke", "cache.dir=/c"])
     assert overrides == [*point.overrides, "scale=smoke", f"experiment_name={t.experiment}", "cache.dir=/c",
-                         f"+table_point.table='{TABLE}'", f"+table_point.key='{point.key}'"]
+                         f"+table_point.table='{TABLE}'", f"+table_point.key='{point.key}'", "+table_point.set='[]'"]
+    with_set = submit.job_overrides(t, point, "smoke", ["retriever=bm25", "tracking.uri=sqlite:///x.db"])
+    assert with_set[-1] == """+table_point.set='["retriever=bm25"]'"""
+
+
+def test_the_overrides_a_run_is_tagged_with_are_those_that_change_its_config():
+    assert grid.config_overrides(["tracking.uri=sqlite:///x.db", "cache.dir=/c", "hydra/launcher=local", "scale=full",
+                                  "hydra.sweep.dir=/s", "llm.api_key=k", "experiment_name=e", "refresh=[chunk]"]) == []
+    # sorted, each key's last value, `+` and `++` the same key
+    assert grid.config_overrides(["retriever=bm25", "context.budget=256", "++context.budget=512", "profile=cluster"]) \
+        == ["context.budget=512", "profile=cluster", "retriever=bm25"]
 
 
 def test_which_overrides_send_the_points_to_a_launcher():
@@ -84,3 +94,26 @@ def test_a_plain_run_of_a_points_settings_fills_its_cell(tmp_path):
     assert cfg.experiment_name == "chunkbench"
     # a point of other settings finds nothing
     assert list(point_runs(t, uri, "smoke", [*where, "dataset.domains=[news]"])) == []
+
+
+@pytest.mark.slow
+def test_a_point_recorded_under_other_overrides_is_not_the_points_run(tmp_path):
+    """``tables render --set``: a run recorded without the override is "not run yet" under it, and
+    one recorded under it is not the point's without it; an override that restates the default is
+    the same config (found by composing the point)."""
+    t = spec.select(TABLE)[0]
+    (point,) = [p for p in t.runs("smoke") if not p.skip]
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    where = [f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}"]
+    fewer = [*where, "dataset.limit_queries=5"]
+    grid.run_table(t, "smoke", fewer, log=lambda *_: None)
+    plain, limited = render.build(t, uri, "smoke", where), render.build(t, uri, "smoke", fewer)
+    assert plain.filled == 0 and "not run yet" in {c.note for c in plain.cells.values()}
+    assert limited.filled == 5 and "Every run under the overrides `dataset.limit_queries=5`" in render.markdown(limited)
+    assert "Every run under" not in render.markdown(plain)
+    grid.run_table(t, "smoke", where, log=lambda *_: None)
+    runs = {k: point_runs(t, uri, "smoke", extra)[point.key] for k, extra in (("plain", where), ("limited", fewer))}
+    assert [r.data.tags["table.set"] for r in runs["plain"]] == ["[]"]
+    assert [r.data.tags["table.set"] for r in runs["limited"]] == ['["dataset.limit_queries=5"]']
+    assert [r.info.run_id for r in point_runs(t, uri, "smoke", [*where, "context.budget=4096"])[point.key]] \
+        == [r.info.run_id for r in runs["plain"]]

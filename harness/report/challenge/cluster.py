@@ -24,7 +24,7 @@ from harness.report.challenge.rows import Challenged, challenged
 from harness.report.tables import grid
 from harness.report.tables.spec import REPO, TableSpec, select
 from harness.report.tables.spec_blocks import Sweep
-from harness.report.tables.submit import SWEEPER, Job, job_overrides, quoted
+from harness.report.tables.submit import SWEEPER, Job, job_arguments, job_overrides, quoted
 from harness.types import ConfigError
 
 
@@ -121,7 +121,8 @@ def run_job(cfg) -> dict:
                           f"at {cfg.scale} scale")
     mine = point.row in {f.row for f in t.families}
     spec = t.spec if mine else t.base
-    outcome = grid.run_point(spec, point, cfg.scale, cfg, code_state(), ch.tags() if mine else None)
+    outcome = grid.run_point(spec, point, cfg.scale, cfg, code_state(), ch.tags() if mine else None,
+                             job_arguments(where))
     print(grid.progress_line(spec, 1, 1, outcome))
     return {"status": outcome.status, "seconds": outcome.seconds, "note": outcome.note}
 

@@ -14,6 +14,7 @@ import io
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -208,9 +209,10 @@ def all_failed(results) -> str:
 
 
 def write(ch: Challenger, results, skipped, scale: str, uri: str, out: Path, seconds: float, margin: float,
-          against: list[str] = ()) -> Path:
+          against: Sequence[str] = (), header: Sequence[str] = ()) -> Path:
     """The report in ``out``; ``against``: the section comparing it with the last version
-    (:func:`harness.report.challenge.versions.against`)."""
+    (:func:`harness.report.challenge.versions.against`); ``header``: the lines said first (the
+    overrides in force, saturation)."""
     out.mkdir(parents=True, exist_ok=True)
     computed = sum(o.status != "finished" or not o.note.startswith("already recorded")
                    for r in results for o in r.outcomes)
@@ -222,7 +224,8 @@ def write(ch: Challenger, results, skipped, scale: str, uri: str, out: Path, sec
              f"{len(results)} tables challenged, {len(skipped)} skipped; {sum(len(r.outcomes) for r in results)} "
              f"challenger points ({computed} computed by this call, the rest already recorded); "
              f"{sum(r.baseline_computed for r in results)} baseline points run, "
-             f"{sum(r.baseline_runs for r in results)} read from the record; {seconds:.0f} s in all.", ""]
+             f"{sum(r.baseline_runs for r in results)} read from the record; {seconds:.0f} s in all.", "",
+             *(line for h in header for line in (h, ""))]  # the overrides in force, saturation
     lines += leaderboard(results, margin) + [""] + ([*against, ""] if against else []) + cost_lines(results) + [""]
     lines += pareto_lines(ch, results, uri, scale, out) + ["", "## Per table", ""]
     for r in results:

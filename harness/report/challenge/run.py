@@ -1,8 +1,10 @@
 """A challenge, end to end: every challengeable table with the challenger's rows, run through the
 normal grid (pipeline, stage cache, MLflow record), re-rendered, compared and reported.
 
-A baseline point the record already holds is read, never run again (a challenge on reproduced
-tables computes only the challenger's rows); one it lacks is run as ``tables run`` would. The
+A baseline point the record already holds under the same overrides (``--set``) is read, never run
+again (a challenge on reproduced tables computes only the challenger's rows); one it lacks, or
+holds only under other overrides, is run as ``tables run`` would
+(:func:`harness.report.tables.records.point_runs`). The
 challenger's runs are tagged ``challenge=<name>`` with the digest of its code, so editing a
 chunker outside the repository runs it again, and the published tables and plots leave them out.
 """
@@ -93,12 +95,12 @@ def run_table(t: Challenged, ch: Challenger, scale: str, extra: Sequence[str], m
         if not here:
             log(f"[{t.spec.id}] baseline {p.key}: no run recorded (its job failed: see the sweep's lines)")
             continue
-        o = grid.run_point(t.base, p, scale, grid.compose(t.base, p, scale, extra), code)
+        o = grid.run_point(t.base, p, scale, grid.compose(t.base, p, scale, extra), code, overrides=extra)
         log(f"[{t.spec.id}] baseline {i}/{len(missing)} {p.key}: {o.status} in {o.seconds:.1f}s")
     tags = ch.tags()
     for i, (p, cfg) in enumerate(zip(points, configs), 1):
         if here or find_recorded(cfg, grid.point_tags(t.spec, p, scale, cfg, code, tags)[IDENTITY_TAG]):
-            outcomes.append(grid.run_point(t.spec, p, scale, cfg, code, tags))
+            outcomes.append(grid.run_point(t.spec, p, scale, cfg, code, tags, extra))
         else:
             outcomes.append(grid.Outcome(p, "failed", 0.0, "its job recorded no run (see the sweep's lines)"))
         log(grid.progress_line(t.spec, i, len(points), outcomes[-1]))
@@ -140,7 +142,7 @@ def compare_table(t: Challenged, rendered: render.Rendered, uri: str, margin: fl
                                  None if mine.ours is None else rank(mine.ours, list(valued.values()), lower),
                                  len(valued) + (mine.ours is not None), rows[best].label if best else "",
                                  valued.get(best), _mean([r for _, r in my_runs], "chunk_size_mean"),
-                                 "" if mine.ours is not None else mine.note,
+                                 mine.saturated if mine.ours is not None else mine.note,
                                  f"{col.metric.label} (`{col.metric.metric}`)"))
             if col.group.aggregate:  # a mean of other columns: ranked, its parts are tested
                 continue
@@ -208,7 +210,8 @@ def challenge(given: cluster.Given, specs: Sequence[TableSpec], scale: str, extr
     if not here:  # profile=cluster: every point as a job, the launcher waits for them
         by_jobs = {i: len(m) for i, m in missing.items()}
         cluster.submit(given.for_jobs(ch.name), [t.spec.id for t in todo], scale, extra)
-    v = versions.version(ch, scale, versions.tables_part([s.id for s in specs], table_ids()))
+    v = versions.version(ch, scale, versions.tables_part([s.id for s in specs], table_ids()),
+                         grid.config_overrides(extra))
     out = root / ch.name / v.folder
     for t in todo:
         s, mine, t1 = t.base, {f.row for f in t.families}, time.perf_counter()
@@ -227,8 +230,31 @@ def challenge(given: cluster.Given, specs: Sequence[TableSpec], scale: str, extr
             f"{computed} run, in {time.perf_counter() - t1:.0f}s")
     before = versions.last(root / ch.name, v)
     against = versions.against(root / ch.name, before, v, report.ranks_csv(results)) if before else []
-    path = report.write(ch, results, skipped, scale, uri, out, time.perf_counter() - t0, margin, against)
+    path = report.write(ch, results, skipped, scale, uri, out, time.perf_counter() - t0, margin, against,
+                        header_lines(given, extra, results))
     versions.record(root / ch.name, v)
     if failed := report.all_failed(results):
         raise ConfigError(f"{failed}; the report of what was computed: {path}")
     return path
+
+
+def header_lines(given: cluster.Given, extra: Sequence[str], results: Sequence[TableResult]) -> list[str]:
+    """What the report says first besides its counts: the overrides every run was under, the
+    baselines' as the challenger's (a baseline recorded under others is run again, never read), and
+    how many of the challenger's values no chunking could change
+    (:func:`harness.report.tables.cells.saturated_note`)."""
+    from harness.report.challenge.own_data import DEFAULTS
+
+    said = grid.config_overrides(extra)
+    lines = ["Overrides in force for every run, the baselines' and the challenger's (`--set`): "
+             + (", ".join(f"`{o}`" for o in said) if said else "none") + "."]
+    if given.data:
+        lines.append("Your data's settings (the challenge's defaults first, then yours): "
+                     + ", ".join(f"`{o}`" for o in (*DEFAULTS, *given.data)) + ".")
+    ranked = [x for r in results for x in r.ranked if x.value is not None]
+    saturated = [x for x in ranked if x.note.startswith("saturated")]
+    if saturated:
+        lines.append(f"**Saturated: chunking cannot change {len(saturated)} of the challenger's {len(ranked)} values "
+                     f"here** (every row at the metric's ceiling, or every row equal with every context holding its documents whole; "
+                     f"marked in the tables): their ranks and verdicts say nothing about the chunkers.")
+    return lines

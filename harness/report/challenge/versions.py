@@ -55,9 +55,14 @@ def tables_part(ids: Sequence[str], every: Sequence[str]) -> str:
     return f"{len(ids)}_tables_{hashlib.sha256(' '.join(ids).encode()).hexdigest()[:6]}"
 
 
-def version(ch: Challenger, scale: str, tables: str) -> Version:
+def version(ch: Challenger, scale: str, tables: str, overrides: Sequence[str] = ()) -> Version:
+    """``overrides``: the ``--set`` overrides every run was under (:func:`harness.report.tables.grid.config_overrides`),
+    part of the setting: a challenge under other settings is another report, not a later version."""
     code = ch.tags()["challenge.code"]
-    setting = "-".join((scale, _part(tables), _part(",".join(f"{k}={v}" for k, v in ch.arguments) or "no_arguments")))
+    parts = [scale, _part(tables), _part(",".join(f"{k}={v}" for k, v in ch.arguments) or "no_arguments")]
+    if overrides:
+        parts.append(_part("set_" + ",".join(overrides)))
+    setting = "-".join(parts)
     return Version(f"{setting}-{code[:8]}", setting, code, scale, tables, ch.arguments_text())
 
 

@@ -25,6 +25,7 @@ class Cell:
     paper_std: float | None = None   # the paper's ± where its numbers file transcribes one
     incomparable: str = ""   # why the point is not the paper's setup (a stand-in): no Δ then
     shown: str = "ci"   # what the cell prints beside its value: ci (its 95% interval) | std (the table's spread: std)
+    saturated: str = ""   # why chunking cannot change the value here (saturated_note), or ""
 
     @property
     def diff(self) -> float | None:
@@ -52,6 +53,7 @@ class Rendered:
     not_comparable: tuple[str, ...] = ()   # the distinct reasons its points are not the paper's setup
     runs: dict[str, Any] = field(default_factory=dict)   # grid point key -> the run its cells read
     history: tuple[Any, ...] = ()   # every recorded run of its grid points and judged pairs: what it cost
+    overrides: tuple[str, ...] = ()   # the --set overrides every point ran under (grid.config_overrides)
 
     @property
     def filled(self) -> int:
@@ -60,6 +62,46 @@ class Rendered:
     @property
     def total(self) -> int:
         return len(self.cells) + len(self.pairwise)
+
+
+SATURATED = "saturated: chunking cannot change this number here"
+WHOLE_DOCUMENTS = "contexts_whole_documents"   # the run's share of contexts that hold their documents whole
+
+
+def _at(v: float, target: float, factor: float) -> bool:
+    return math.isclose(v, target * factor, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def at_ceiling(values: list[float], factor: float) -> bool:
+    """Two or more points, every one a score of 1 (``values`` as shown, times ``factor``)."""
+    return len(values) >= 2 and all(_at(v, 1, factor) for v in values)
+
+
+def saturation(values: list[float], factor: float, digits: int) -> str:
+    """Why a figure panel's points cannot tell its rows apart, or "": every point at 1 (the metric's
+    ceiling), at 0, at 0 or 1, or all equal. ``values`` are as shown (times ``factor``)."""
+    if len(values) < 2:
+        return ""
+    top = f"{factor:g} (a score of 1)" if factor != 1 else "1"
+    if at_ceiling(values, factor):
+        return f"saturated: every point is {top}"
+    if all(_at(v, 0, factor) for v in values):
+        return "saturated: every point is 0"
+    if all(_at(v, 0, factor) or _at(v, 1, factor) for v in values):
+        return f"saturated: every point is 0 or {factor:g}"
+    if all(math.isclose(v, values[0], rel_tol=1e-9, abs_tol=1e-12) for v in values):
+        return f"saturated: every point is {values[0]:.{digits}f} (all equal)"
+    return ""
+
+
+def saturated_note(ceiling: bool, whole: bool, factor: float) -> str:
+    """A table cell's note where chunking cannot change its value: every row of its column at the
+    metric's ceiling (:func:`at_ceiling`, the figures' first case of :func:`saturation`), or every
+    row equal with every context of every row's runs holding its documents whole
+    (:data:`WHOLE_DOCUMENTS` = 1)."""
+    why = [w for w, on in ((f"every row scores {factor:g}", ceiling),
+                           ("every row equal, every context holding its documents whole", whole)) if on]
+    return f"{SATURATED} ({'; '.join(why)})" if why else ""
 
 
 def fmt(x: float | None, digits: int) -> str:
@@ -83,6 +125,8 @@ def ours_text(c: Cell, digits: int) -> str:
         text += f" ± {fmt(c.std, digits)}"
     if c.chosen:  # "a=1|b=2": a markdown cell must hold no bare "|"
         text += f" (best at {c.chosen.replace('|', ', ')})"
+    if c.saturated:
+        text += f" — {c.saturated}"
     return text
 
 

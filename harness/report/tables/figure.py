@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.report.tables.cells import Rendered, short_label
+from harness.report.tables.cells import Rendered, saturation, short_label
 from harness.report.tables.spec import Metric
 
 MAX_COLUMNS = 3   # panels per row: wider rows shrink each panel below reading size
@@ -96,27 +96,6 @@ def notes(ax) -> list[str]:
     from matplotlib.legend import Legend
 
     return [line for a in ax.artists if isinstance(a, Legend) for line in a.get_title().get_text().split("\n")]
-
-
-def saturation(values: list[float], factor: float, digits: int) -> str:
-    """Why a panel's points cannot tell its rows apart, or "": every point at 1 (the metric's
-    ceiling), at 0, at 0 or 1, or all equal. ``values`` are as shown (times ``factor``)."""
-    if len(values) < 2:
-        return ""
-
-    def at(v: float, target: float) -> bool:
-        return math.isclose(v, target * factor, rel_tol=1e-9, abs_tol=1e-12)
-
-    top = f"{factor:g} (a score of 1)" if factor != 1 else "1"
-    if all(at(v, 1) for v in values):
-        return f"saturated: every point is {top}"
-    if all(at(v, 0) for v in values):
-        return "saturated: every point is 0"
-    if all(at(v, 0) or at(v, 1) for v in values):
-        return f"saturated: every point is 0 or {factor:g}"
-    if all(math.isclose(v, values[0], rel_tol=1e-9, abs_tol=1e-12) for v in values):
-        return f"saturated: every point is {values[0]:.{digits}f} (all equal)"
-    return ""
 
 
 def coinciding(lines: dict[str, list[float | None]]) -> list[list[str]]:

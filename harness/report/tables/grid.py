@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import fnmatch
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +35,33 @@ def compose(spec: TableSpec, point: GridRun, scale: str, extra: Sequence[str] = 
     """A grid point's config (validate() and run_table() each ask; the registry reads YAML once
     per set of group choices)."""
     return registry.compose([*point.overrides, f"scale={scale}", f"experiment_name={spec.experiment}", *extra])
+
+
+# The overrides a grid point's run was run with beyond its table file (``--set``), as
+# :func:`set_tag` writes them: what ``point_runs`` matches first (harness.report.tables.records).
+SET_TAG = "table.set"
+
+
+def config_overrides(extra: Sequence[str]) -> list[str]:
+    """The overrides of ``extra`` that can change what a run computes, sorted, each key's last one,
+    ``+``/``++`` dropped: not where it is recorded or cached, Hydra's own (a launcher), the scale
+    (the ``table.scale`` tag says it) or a secret (what :func:`harness.pipeline.record.config_identity`
+    leaves out too)."""
+    from harness.pipeline.record import NOT_CONFIG
+    from harness.secrets import is_secret_name
+
+    found: dict[str, str] = {}
+    for o in extra:
+        key, eq, value = o.lstrip("+").partition("=")
+        top = key.lstrip("~").split(".")[0].split("/")[0].split("@")[0]
+        if top in (*NOT_CONFIG, "cache", "scale") or is_secret_name(key.rsplit(".", 1)[-1]):
+            continue
+        found[key] = f"{key}{eq}{value}"
+    return sorted(found.values())
+
+
+def set_tag(extra: Sequence[str]) -> str:
+    return json.dumps(config_overrides(extra))
 
 
 def tags(spec: TableSpec, point: GridRun, scale: str) -> dict[str, str]:
@@ -104,10 +132,11 @@ def point_tags(spec: TableSpec, point: GridRun, scale: str, cfg, code: str,
 
 
 def run_point(spec: TableSpec, point: GridRun, scale: str, cfg, code: str,
-              extra_tags: dict[str, str] | None = None) -> Outcome:
+              extra_tags: dict[str, str] | None = None, overrides: Sequence[str] = ()) -> Outcome:
     """One grid point through the pipeline, recorded (a FAILED run with its one-line reason when a
     model or data cannot be had, or the chunker raised on a document); nothing runs when the same
-    point is recorded already (``tracking.rerun=skip``). ``cfg``: the point's composed config."""
+    point is recorded already (``tracking.rerun=skip``). ``cfg``: the point's composed config;
+    ``overrides``: the ``--set`` overrides it was composed with (recorded as :data:`SET_TAG`)."""
     from harness.pipeline.record import IDENTITY_TAG, find_recorded, log_failure, log_once, log_run
     from harness.pipeline.runner import Pipeline
 
@@ -115,7 +144,8 @@ def run_point(spec: TableSpec, point: GridRun, scale: str, cfg, code: str,
     found = point_tags(spec, point, scale, cfg, code, extra_tags)
     if recorded := find_recorded(cfg, found[IDENTITY_TAG]):
         return Outcome(point, "finished", time.perf_counter() - t0, f"already recorded as run {recorded[:8]}")
-    found.update(job_tags())  # where it ran: no part of what it is
+    # where it ran, and the overrides as given (cfg holds their effect): no part of what it is
+    found.update({**job_tags(), SET_TAG: set_tag(overrides)})
     try:
         result = Pipeline(cfg, log=lambda *_: None).run()
     except (ConfigError, DataError, OSError, ChunkerFailed) as e:  # OSError: a model or file that cannot be had
@@ -166,7 +196,7 @@ def run_table(spec: TableSpec, scale: str, extra: Sequence[str] = (), log: Calla
     todo = [p for p in points if not p.skip]
     code = code_state()  # once per table: the code does not change under a running table
     for i, point in enumerate(todo, 1):
-        outcomes.append(run_point(spec, point, scale, compose(spec, point, scale, extra), code))
+        outcomes.append(run_point(spec, point, scale, compose(spec, point, scale, extra), code, overrides=extra))
         log(progress_line(spec, i, len(todo), outcomes[-1]))
     log(summary_line(spec, outcomes))
     return outcomes

@@ -25,8 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.report.tables import blocks, pairwise
-from harness.report.tables.cells import Cell, Rendered, fmt, ours_text, paper_text, short_label
-from harness.report.tables.grid import paper_rows
+from harness.report.tables.cells import (WHOLE_DOCUMENTS, Cell, Rendered, at_ceiling, fmt, ours_text, paper_text,
+                                        saturated_note, short_label)
+from harness.report.tables.grid import config_overrides, paper_rows
 from harness.report.tables.records import point_runs, recorded_runs
 from harness.report.tables.spec import REPO, Axis, Column, GridRun, TableSpec
 
@@ -161,6 +162,18 @@ def table_cells(spec: TableSpec, scale: str, runs: dict, numbers: dict | None = 
                 members = [why_not.get((row.key, g), "") for g in col.group.aggregate]
                 out[(row.key, col.key)] = replace(aggregate_cell(spec, scale, row, col, out, value), paper_std=std,
                                                   incomparable=", ".join(dict.fromkeys(m for m in members if m)))
+    for col in columns:  # a value chunking cannot change says so (cells.saturated_note)
+        valued = [(row, c) for row in spec.rows if (c := out[(row.key, col.key)]).ours is not None]
+        values = [c.ours for _, c in valued]
+        ceiling = at_ceiling(values, col.metric.factor)
+        # whole documents in every context make chunking moot only where it moved nothing: a metric
+        # that reads the context's text (ERec) still sees where chunk boundaries cut the evidence
+        whole = len(values) >= 2 and all(math.isclose(v, values[0], rel_tol=1e-9, abs_tol=1e-12) for v in values) \
+            and all((read := cell_runs(spec, scale, row, col, runs, points))
+                    and all(r.data.metrics.get(WHOLE_DOCUMENTS) == 1.0 for _, r in read) for row, _ in valued)
+        if note := saturated_note(ceiling, whole, col.metric.factor):
+            for row, c in valued:
+                out[(row.key, col.key)] = replace(c, saturated=note)
     return {(row.key, col.key): out[(row.key, col.key)] for row in spec.rows for col in columns}
 
 
@@ -221,8 +234,8 @@ def series_values(spec: TableSpec, uri: str, scale: str, runs: dict) -> dict[tup
 
 
 def build(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> Rendered:
-    """The table from the record (``extra``: the overrides its points ran with, to find by their
-    config the runs of a plain sweep no table tagged)."""
+    """The table from the record (``extra``: the overrides its points ran with: a run under others
+    is not the point's, :func:`harness.report.tables.records.point_runs`)."""
     recorded = point_runs(spec, uri, scale, extra)
     runs = {key: rs[0] for key, rs in recorded.items()}
     rows = paper_rows(spec)
@@ -237,12 +250,16 @@ def build(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> R
         pair_cells = pairwise.cells(spec, scale, {**runs, **judged}, numbers)  # the judge's runs are no grid points
     reasons = tuple(dict.fromkeys(r for why in why_not.values() for r in why.split(", ") if r))
     history = (*(r for rs in recorded.values() for r in rs), *judged.values())
-    return Rendered(spec, scale, cells, models_used(runs), series, pair_cells, reasons, runs, history)
+    return Rendered(spec, scale, cells, models_used(runs), series, pair_cells, reasons, runs, history,
+                    tuple(config_overrides(extra)))
 
 
 def caption(t: Rendered) -> list[str]:
     s, at = t.spec, t.spec.scales.get(t.scale, {})
     lines = [f"Source: {s.source}. Scale: **{t.scale}**."]
+    if t.overrides:  # a point recorded without them is another point: its cell reads "not run yet"
+        lines.append("Every run under the overrides " + ", ".join(f"`{o}`" for o in t.overrides)
+                     + " (`--set`), beyond the table file's.")
     stand_ins = s.stand_ins(t.scale)
     if stand_ins:
         lines.append("\\* Stand-in data at this scale: " + "; ".join(stand_ins) + ".")
@@ -317,7 +334,8 @@ def csv_text(t: Rendered) -> str:
         for col in t.spec.columns():
             c = t.cells[(row.key, col.key)]
             w.writerow([row.key, col.key, *(fmt(x, 6) for x in (c.ours, c.low, c.high, c.std)), c.n_runs,
-                        fmt(c.paper, 6), fmt(c.paper_std, 6), fmt(c.diff, 6), c.chosen, c.note, c.incomparable])
+                        fmt(c.paper, 6), fmt(c.paper_std, 6), fmt(c.diff, 6), c.chosen, c.note or c.saturated,
+                        c.incomparable])
     return buf.getvalue()
 
 

@@ -13,6 +13,7 @@ once: the cache's per-key lock makes the second job wait and read.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -39,10 +40,17 @@ class Job:
 
 
 def job_overrides(spec: TableSpec, point: GridRun, scale: str, arguments: Sequence[str]) -> list[str]:
-    """A point's overrides as :func:`grid.compose` gives them, then the point it is."""
+    """A point's overrides as :func:`grid.compose` gives them, then the point it is and the
+    ``--set`` overrides it runs under (its run's ``table.set`` tag: :func:`job_arguments`)."""
     rest = [a for a in arguments if a.split("=", 1)[0] != "scale"]  # said once, as the point's scale
     return [*point.overrides, f"scale={scale}", f"experiment_name={spec.experiment}", *rest,
-            f"+table_point.table={quoted(spec.id)}", f"+table_point.key={quoted(point.key)}"]
+            f"+table_point.table={quoted(spec.id)}", f"+table_point.key={quoted(point.key)}",
+            f"+table_point.set={quoted(grid.set_tag(rest))}"]
+
+
+def job_arguments(where) -> list[str]:
+    """The ``--set`` overrides a job's point runs under (``table_point.set``, :func:`job_overrides`)."""
+    return json.loads(str(where.get("set") or "[]"))
 
 
 def pending(tables: Sequence[str], scale: str, arguments: Sequence[str], compose: Callable[[list[str]], object],
@@ -101,7 +109,7 @@ def run_job(cfg) -> dict:
     point = spec and next((p for p in spec.runs(cfg.scale) if p.key == where.key), None)
     if point is None:
         raise ConfigError(f"table_point: table {where.table} has no grid point {where.key!r} at {cfg.scale} scale")
-    outcome = grid.run_point(spec, point, cfg.scale, cfg, code_state())
+    outcome = grid.run_point(spec, point, cfg.scale, cfg, code_state(), overrides=job_arguments(where))
     print(grid.progress_line(spec, 1, 1, outcome))
     return {"status": outcome.status, "seconds": outcome.seconds, "note": outcome.note}
 
