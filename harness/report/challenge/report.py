@@ -49,6 +49,8 @@ def leaderboard(results) -> list[str]:
     if ranks:
         lines += ["", f"Mean rank of the challenger among its family's rows: **{statistics.fmean(ranks):.2f}** over "
                       f"{len(ranks)} columns (1 = best; first in {firsts})."]
+    if refused := next((r.refused for r in results if r.refused), ""):  # harness.report.challenge.run.refuse
+        lines += ["", f"**Refused, not ranked**: {refused}"]
     return lines
 
 
@@ -74,7 +76,7 @@ def cost_lines(results) -> list[str]:
 
 def pareto_lines(ch: Challenger, results, uri: str, scale: str, out: Path) -> list[str]:
     mine = {i for r in results for i in r.run_ids}
-    plots = pareto.write(uri, scale, out, challenge=ch.name)
+    plots = pareto.write(uri, scale, out, challenge=None if any(r.refused for r in results) else ch.name)
     found = pareto.points(pareto.finished_runs(uri, scale, ch.name))
     lines = ["## Quality against cost", "",
              "Every chunker the tables ran on a dataset at its most common retrieval setting (as `results/pareto/`), "

@@ -12,9 +12,10 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.chunking.contract import BROKE_CONTRACT
 from harness.report.challenge import cluster
 from harness.report.challenge.challenger import Challenger
 from harness.report.challenge.rows import Challenged, challenged, override_value
@@ -67,6 +68,7 @@ class TableResult:
     baseline_computed: int        # baseline points this challenge had to run
     seconds: float
     run_ids: list[str] = field(default_factory=list)   # the challenger's runs
+    refused: str = ""             # why the challenger is not ranked: a point where it broke the chunk contract
 
 
 def run_table(t: Challenged, ch: Challenger, scale: str, extra: Sequence[str], uri: str,
@@ -207,4 +209,21 @@ def challenge(given: cluster.Given, specs: Sequence[TableSpec], scale: str, extr
             f"{computed} run, in {time.perf_counter() - t1:.0f}s")
     if not results:
         raise ConfigError(f"none of the tables takes a challenger: {'; '.join(f'{i}: {why}' for i, why in skipped)}")
+    refuse(results)
     return report.write(ch, results, skipped, scale, uri, out, time.perf_counter() - t0)
+
+
+def refuse(results: list[TableResult]) -> None:
+    """A challenger that broke the chunk contract anywhere (:class:`harness.chunking.contract.ChunkContractError`:
+    the reason its failed point is recorded with) is refused everywhere: no rank, no verdict, no
+    place on a Pareto front, its scores elsewhere being a broken chunker's that happened to pass.
+    The reason is read from the outcomes and from the rendered cells (a cluster job's failure is
+    only in the record)."""
+    reasons = [note for r in results for note in
+               [o.note for o in r.outcomes if o.status == "failed"] + [x.note for x in r.ranked]]
+    reason = next((n for n in reasons if BROKE_CONTRACT in n), "")
+    if not reason:
+        return
+    for r in results:
+        r.refused, r.comparisons, r.run_ids = reason, [], []
+        r.ranked = [replace(x, rank=None, note=f"refused: {reason}") for x in r.ranked]
