@@ -18,6 +18,7 @@ from harness.chunking.contract import BROKE_CONTRACT, ChunkContractError
 from harness.types import ConfigError, DocChunks
 
 from tests.conftest import REPO, TINY_LEXICAL
+from tests.report.test_challenge import TABLE
 from tests.report.test_tables import write_table
 
 BROKEN = '''
@@ -173,25 +174,10 @@ def test_the_command_line_says_it_in_one_line_and_exits_2(broken, tmp_path):
     assert "Traceback" not in done.stderr and "evidence_recall" not in done.stdout
 
 
-TABLE = """
-title: Demo
-source: a test
-numbers: NUMBERS
-shared: [retriever=bm25, responder=none, dataset=ohrbench]
-rows:
-  fixed: {label: Fixed, overrides: [chunker=fixed, chunker.unit=words, chunker.size=60]}
-groups:
-  news: {label: News, overrides: ["dataset.domains=[news]"]}
-  textbook: {label: Textbook, overrides: ["dataset.domains=[textbook]"]}
-metrics:
-  erec: {metric: evidence_recall, label: ERec, factor: 100, digits: 1}
-challenge: {}
-"""
-
-
 def test_a_challenger_that_breaks_the_contract_anywhere_is_refused_everywhere(broken, tmp_path):
-    """It breaks the contract on the textbook pages only: its news points finish, yet it gets no
-    rank and no verdict anywhere, and the report says why."""
+    """It breaks the contract on the textbook pages only (and takes no size, so it runs once per
+    group): its news point finishes, yet it gets no rank and no verdict anywhere, and the report
+    says why."""
     from harness.report.challenge import run
     from harness.report.challenge.cluster import Given
 
