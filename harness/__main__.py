@@ -33,6 +33,7 @@ def main(cfg: DictConfig) -> float | dict | None:
         resolved = OmegaConf.to_container(cfg)
     offline_when_local({k: v for k, v in resolved.items() if k != "hydra"})
 
+    from harness.chunking.contract import ChunkContractError
     from harness.pipeline.preflight import check_job, check_objective
     from harness.pipeline.record import check_store_options, record_run
     from harness.pipeline.runner import Pipeline
@@ -55,7 +56,9 @@ def main(cfg: DictConfig) -> float | dict | None:
         pipeline = Pipeline(cfg)  # builds and validates every component before any work
         check_objective(cfg.objective, pipeline.c.metrics, hydra_cfg.overrides.task)
         result = pipeline.run()
-    except (ConfigError, DataError, ServiceError) as e:  # ServiceError: a model server failed, named in one line
+    # ServiceError: a model server failed; ChunkContractError: what the chunker returned is broken (a
+    # chunker that raised keeps its traceback: its author needs it)
+    except (ConfigError, DataError, ServiceError, ChunkContractError) as e:
         print(f"chunkbench: error: {e}", file=sys.stderr)
         sys.exit(2)
     from harness.pipeline.naming import run_name

@@ -11,6 +11,11 @@ A chunk's span is the library's own offset (LangChain's ``add_start_index``, Cho
 ``start_index``/``end_index``, a LlamaIndex node's ``start_char_idx``/``end_char_idx``), checked
 against the text: a chunk whose text is not at its offsets
 is an error naming the library, the document and the chunk, never a search for where it might be.
+
+A library that counts in tiktoken's encodings (LangChain's ``TokenTextSplitter``, LlamaIndex's
+splitters, Chonkie given ``tokenizer: cl100k_base``) gets the ones ChunkBench ships (cl100k_base,
+o200k_base: :data:`harness.text.TIKTOKEN`), offline; another encoding (LangChain's default
+``gpt2``) is downloaded by tiktoken, and where that cannot be, the error says which ones ship.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ import importlib
 from typing import Any
 
 from harness.chunking.base import Chunker, spans_to_chunks
-from harness.text import Tokenizer
-from harness.types import Chunk, ConfigError, Document
+from harness.text import TIKTOKEN, Tokenizer
+from harness.types import Chunk, ConfigError, Document, Unavailable
+
+SHIPPED = {encoding: name for name, encoding in TIKTOKEN.items()}  # tiktoken's name -> harness.text's
 
 
 def _library(module: str, extra: str = "adapters"):
@@ -35,6 +42,37 @@ def _class(module, name: str, what: str, param: str) -> type:
     if not isinstance(found, type):
         raise ConfigError(f"{param}: {module.__name__} has no {what} {name!r}")
     return found
+
+
+def offline_encoding(encoding: str | None):
+    """tiktoken's ``encoding`` from the file ChunkBench ships, None for one it does not ship. Loading
+    it through :class:`Tokenizer` unpacks the file where tiktoken looks for its downloads and points
+    ``TIKTOKEN_CACHE_DIR`` there, so a library's own ``tiktoken.get_encoding`` finds it too."""
+    if encoding not in SHIPPED:
+        return None
+    Tokenizer("tokens", SHIPPED[encoding])
+    import tiktoken
+
+    return tiktoken.get_encoding(encoding)
+
+
+def _encoding_name(kwargs: dict[str, Any]) -> str | None:
+    """The tiktoken encoding LangChain's ``TokenTextSplitter`` loads: its ``encoding_name``, or the
+    one tiktoken maps its ``model_name`` to."""
+    if kwargs.get("model_name"):
+        import tiktoken.model
+
+        try:
+            return tiktoken.model.encoding_name_for_model(kwargs["model_name"])
+        except KeyError:  # a model tiktoken does not know: LangChain's own error says so
+            return None
+    return kwargs.get("encoding_name")
+
+
+def _not_offline(what: str, e: OSError) -> Unavailable:
+    return Unavailable(f"chunker.kwargs: {what}: its tiktoken encoding cannot be downloaded here "
+                       f"({type(e).__name__}); ChunkBench ships {' and '.join(SHIPPED)}: give one as "
+                       f"encoding_name (chunker.kwargs={{...,encoding_name:cl100k_base}})")
 
 
 def checked_spans(library: str, doc: Document, pieces: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
@@ -55,10 +93,14 @@ class LangChainChunker(Chunker):
 
     def __init__(self, splitter: str = "RecursiveCharacterTextSplitter", kwargs: dict[str, Any] | None = None):
         cls = _class(_library("langchain_text_splitters"), splitter, "text splitter", "chunker.splitter")
+        kwargs = dict(kwargs or {})
+        offline_encoding(_encoding_name(kwargs))
         try:
-            self.splitter = cls(**{**dict(kwargs or {}), "add_start_index": True})
+            self.splitter = cls(**{**kwargs, "add_start_index": True})
         except (TypeError, ValueError) as e:
             raise ConfigError(f"chunker.kwargs: {splitter}: {e}") from None
+        except OSError as e:  # requests' ConnectionError: tiktoken downloading an encoding not shipped
+            raise _not_offline(splitter, e) from None
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
         pieces = [(d.page_content, d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content))
@@ -71,8 +113,11 @@ class ChonkieChunker(Chunker):
 
     def __init__(self, name: str = "RecursiveChunker", kwargs: dict[str, Any] | None = None):
         cls = _class(_library("chonkie"), name, "chunker", "chunker.name")
+        kwargs = dict(kwargs or {})
+        if encoding := offline_encoding(kwargs.get("tokenizer")):  # by name, Chonkie fetches it from the Hub
+            kwargs["tokenizer"] = encoding
         try:
-            self.chunker = cls(**dict(kwargs or {}))
+            self.chunker = cls(**kwargs)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"chunker.kwargs: {name}: {e}") from None
 
@@ -88,7 +133,7 @@ class LlamaIndexChunker(Chunker):
     def __init__(self, parser: str = "SentenceSplitter", kwargs: dict[str, Any] | None = None):
         # LlamaIndex counts in tiktoken's cl100k_base from its own copy, unless TIKTOKEN_CACHE_DIR is
         # set (ChunkBench sets it for its own tiktoken units): then it must be there, offline
-        Tokenizer("tokens", "cl100k")
+        offline_encoding("cl100k_base")
         cls = _class(_library("llama_index.core.node_parser"), parser, "node parser", "chunker.parser")
         self._document = _library("llama_index.core").Document
         try:

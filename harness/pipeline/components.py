@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import difflib
 import inspect
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ class Components:
     responder: LLMResponder | None
     metrics: dict[str, QueryMetric | DocumentMetric]
     cache: Cache   # the run's cache (the one instance per folder its embedder and LLM share)
+    chunker_timeout_s: float | None = None   # the chunk stage's limit per document (None: none)
 
 
 def build_component(node: DictConfig, where: str) -> Any:
@@ -154,4 +156,13 @@ def build_components(cfg: DictConfig, dataset: bool = True, scale_checks: bool =
         if not isinstance(m, (QueryMetric, DocumentMetric)):
             raise ConfigError(f"metrics.{name}: _target_ must build a QueryMetric or a DocumentMetric "
                               f"(harness.metrics.base), got {type(m).__name__}")
-    return Components(**built, cache=build_component(cfg.cache, "cache"))
+    return Components(**built, cache=build_component(cfg.cache, "cache"), chunker_timeout_s=chunker_timeout(cfg))
+
+
+def chunker_timeout(cfg: DictConfig) -> float | None:
+    """``chunker_timeout_s``: seconds a chunker may take per document, or None (no limit)."""
+    value = cfg.get("chunker_timeout_s")
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if value is not None and not (number and 0 < value < math.inf):
+        raise ConfigError(f"chunker_timeout_s: a number of seconds above 0, or null for no limit; got {value!r}")
+    return None if value is None else float(value)

@@ -198,8 +198,9 @@ def code_state(repo: Path = REPO) -> str:
 # What a run is not: Hydra's node, where it is recorded (tracking, the MLflow experiment's name),
 # the paper-table grid point a table job runs (``table_point``: its tags say it, and a table
 # run's identity takes them as ``extra``), so a plain sweep of a point's config is that config,
-# and which cached stages it recomputes (``refresh``: the same computation, done again).
-NOT_CONFIG = ("hydra", "tracking", "experiment_name", "table_point", "refresh")
+# which cached stages it recomputes (``refresh``: the same computation, done again), and how
+# long a chunker may take (``chunker_timeout_s``: a run that finishes under it is the same run).
+NOT_CONFIG = ("hydra", "tracking", "experiment_name", "table_point", "refresh", "chunker_timeout_s")
 
 
 def _config_body(cfg: DictConfig) -> Any:

@@ -31,7 +31,7 @@ from harness.metrics.base import DocumentMetric
 from harness.pipeline.chunk_checks import (check_contexts, chunk_checks, encoder_lengths, warning,
                                            whole_document_contexts)
 from harness.pipeline.components import Components, build_components, resolve_reader
-from harness.pipeline.stages import STAGES, Stage
+from harness.pipeline.stages import STAGES, Stage, check_run_chunks
 from harness.progress import tqdm
 from harness.retrieval.base import unsearched_evidence
 from harness.types import ConfigError, Document, to_dict
@@ -129,7 +129,8 @@ class Pipeline:
 
     def check(self, stage: str) -> None:
         """What a stage's output says about the run: the documents a query limit kept, evidence no
-        query searches (a warning), contexts that are all empty (the run fails)."""
+        query searches (a warning), chunk ids repeated across documents and contexts that are all
+        empty (the run fails)."""
         if stage == "load":
             ds = self.outputs["load"]
             if ds.report.get(NOT_QUERIED):
@@ -138,6 +139,8 @@ class Pipeline:
                          f"{len(ds.queries)} questions search; {ds.report[NOT_QUERIED]} left out")
             if getattr(self.c.retriever, "scope", None) == "document" and (line := unsearched_evidence(ds.queries)):
                 logger.warning(line)
+        if stage == "chunk":
+            check_run_chunks(self.c, self.outputs)
         if stage == "assemble":
             check_contexts(self.outputs["assemble"], self.budget(), self.cfg.context.get("unit", "tokens"),
                            self.chunk_sizes)
@@ -182,6 +185,10 @@ class Pipeline:
         with self.computing(stage, namespace, keys.values(), self.keys[stage.name]):
             out = {} if stage.name in self.forced else {
                 d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
+            if stage.check_cached:  # what compute checks before storing, checked again on what is read
+                for d in docs:
+                    if d.doc_id in out:
+                        stage.check_cached(self.c, d, out[d.doc_id])
             pending = [d for d in docs if d.doc_id not in out]
             batch = max(1, int(getattr(self.c, stage.reads[0]).batch_size))
             with tqdm(total=len(pending), desc=stage.name, unit="doc", disable=not pending) as bar:

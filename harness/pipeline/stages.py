@@ -24,10 +24,13 @@ from typing import Any
 
 
 from harness.cache import make_key
+from harness.chunking.contract import (BROKE_CONTRACT, ChunkContractError, check_document, check_output,
+                                       check_unique_ids)
 from harness.code_digest import code_digest
 from harness.data.base import only_queried_documents
 from harness.metrics.base import DocumentMetric, QueryEval, QueryMetric
 from harness.pipeline.components import Components
+from harness.pipeline.time_limit import Expired, time_limit
 from harness.progress import tqdm
 from harness.types import (Answer, Chunk, ChunkerFailed, ConfigError, Context, DataError, DocChunks, Document,
                            Retrieved, ServiceError)
@@ -45,6 +48,7 @@ class Stage:
     per_document: bool = False
     optional: bool = False      # skipped (output None) when the component of its group is None
     fingerprint: Callable[[Components], str] | None = None  # what the config cannot name (data files, code)
+    check_cached: Callable[[Components, Document, Any], None] | None = None  # per document: a stored entry's check
 
 
 @dataclass(frozen=True)
@@ -88,17 +92,29 @@ def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
     """Each document's chunks and cost; its seconds are what computing it costs from scratch:
     the wall time plus the recorded compute time of the LLM calls the cache answered (a row
     that reuses another row's calls, e.g. HiChunk at another maximum level); embeddings the
-    cache answered count as free."""
+    cache answered count as free. The chunks are held to the contract before anything is stored
+    (:mod:`harness.chunking.contract`), each document within ``chunker_timeout_s``."""
     before, reused = c.cache.counts(), c.cache.reused_seconds
+    limit = c.chunker_timeout_s
     t0 = time.perf_counter()
     try:
-        chunked = c.chunker.chunk(docs)
+        with time_limit(limit and limit * len(docs), f"chunker_timeout_s={limit}"):  # a batch: the sum of its limits
+            chunked = c.chunker.chunk(docs)
     except (ConfigError, DataError, ServiceError):  # ServiceError: the model's server failed, not the chunker
         raise
+    except Expired:
+        which = f"document {docs[0].doc_id!r}" if len(docs) == 1 else \
+            f"a batch of {len(docs)} documents ({', '.join(repr(d.doc_id) for d in docs)})"
+        raise contract_error(c, f"{which}: not chunked within chunker_timeout_s={limit:g} s"
+                                + (" per document" if len(docs) > 1 else "")) from None
     except Exception as e:  # a chunker's own bug: name the document, keep the cause
         which = docs[0].doc_id if len(docs) == 1 else f"one of {', '.join(d.doc_id for d in docs)}"
         raise ChunkerFailed(f"{type(c.chunker).__name__} failed on document {which}: {type(e).__name__}: {e}") from e
     seconds = (time.perf_counter() - t0 + c.cache.reused_seconds - reused) / len(docs)
+    try:
+        chunked = check_output(docs, chunked)
+    except ValueError as e:
+        raise contract_error(c, str(e)) from None
     used = c.cache.counts(before)
     totals = {name: sum(used.get(ns, {}).get(kind, 0) for kind in kinds) for name, (ns, kinds) in COSTS.items()}
     # a batch's calls are shared out over its documents (the remainder to the first ones)
@@ -106,6 +122,30 @@ def chunk(c: Components, docs: list[Document]) -> list[DocChunks]:
               for i in range(len(docs))]
     return [DocChunks(chunks, seconds, {**c.chunker.take_counts(d.doc_id), **share})
             for d, chunks, share in zip(docs, chunked, shares)]
+
+
+def contract_error(c: Components, problem: str) -> ChunkContractError:
+    return ChunkContractError(f"{type(c.chunker).__name__} {BROKE_CONTRACT}: {problem}")
+
+
+def check_cached_chunks(c: Components, doc: Document, entry: DocChunks) -> None:
+    """A stored chunking held to the contract as :func:`chunk` holds a computed one. Checked on
+    every read rather than by a new stage version: a version bump would recompute every stored
+    chunking once (and every stage after it) yet still trust what a process running other code
+    stores under the same version in a shared cache; the check costs a small fraction of chunking
+    (docs/performance.md)."""
+    try:
+        check_document(doc, entry.chunks)
+    except ValueError as e:
+        raise contract_error(c, str(e)) from None
+
+
+def check_run_chunks(c: Components, o: Outputs) -> None:
+    """Chunk ids unique across the run's documents, which a per-document check cannot see."""
+    try:
+        check_unique_ids({d: entry.chunks for d, entry in o["chunk"].items()})
+    except ValueError as e:
+        raise contract_error(c, str(e)) from None
 
 
 def chunker_code(c: Components) -> str:
@@ -157,7 +197,8 @@ def evaluate(c: Components, o: Outputs) -> Evaluation:
 
 STAGES: tuple[Stage, ...] = (
     Stage("load", 2, ("dataset",), (), load, fingerprint=load_fingerprint),
-    Stage("chunk", 2, ("chunker",), ("load",), chunk, per_document=True, fingerprint=chunker_code),
+    Stage("chunk", 2, ("chunker",), ("load",), chunk, per_document=True, fingerprint=chunker_code,
+          check_cached=check_cached_chunks),
     Stage("retrieve", 3, ("retriever",), ("load", "chunk"), retrieve),
     Stage("assemble", 2, ("context",), ("retrieve",), assemble),
     Stage("respond", 2, ("responder",), ("load", "assemble"), respond, optional=True),

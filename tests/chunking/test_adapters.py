@@ -118,3 +118,47 @@ def test_the_adapters_compose_from_their_configs():
     assert build_component(cfg.chunker, "chunker").chunker.chunk_size == 128
     cfg = compose(["chunker=llama_index", "chunker.kwargs={chunk_size:200,chunk_overlap:0}"])
     assert build_component(cfg.chunker, "chunker").parser.chunk_size == 200
+
+
+@pytest.fixture
+def offline_tiktoken(tmp_path, monkeypatch):
+    """tiktoken with an empty download cache and no network: only the encodings ChunkBench ships
+    (unpacked by the adapters from bpe-openai) can load."""
+    import tiktoken.load
+    import tiktoken.registry
+
+    from harness.text import _tiktoken
+
+    def no_network(url):
+        raise ConnectionError(f"offline: {url}")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    monkeypatch.setattr(tiktoken.load, "read_file", no_network)
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    _tiktoken.cache_clear()
+    yield
+    _tiktoken.cache_clear()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: adapters.LangChainChunker("TokenTextSplitter", {"chunk_size": 200, "chunk_overlap": 0,
+                                                             "encoding_name": "cl100k_base"}),
+    lambda: adapters.ChonkieChunker("TokenChunker", {"chunk_size": 200, "chunk_overlap": 20, "tokenizer": "o200k_base"}),
+    lambda: adapters.LlamaIndexChunker("TokenTextSplitter", {"chunk_size": 96, "chunk_overlap": 0}),
+    lambda: adapters.LangChainChunker("TokenTextSplitter", {"chunk_size": 200, "chunk_overlap": 0, "model_name": "gpt-4o"}),
+], ids=["lc-token-cl100k", "chonkie-token-o200k", "li-token", "lc-token-model-name"])
+def test_token_splitters_count_in_the_shipped_tiktoken_encodings_offline(make, offline_tiktoken, real_documents):
+    chunker = make()
+    for doc in real_documents:
+        chunks = chunker.chunk_document(doc)
+        assert chunks, doc.doc_id
+        check_chunks(doc, chunks)
+
+
+def test_an_encoding_that_does_not_ship_is_one_line_naming_those_that_do(offline_tiktoken):
+    from harness.types import Unavailable
+
+    with pytest.raises(Unavailable, match=r"^chunker.kwargs: TokenTextSplitter: its tiktoken encoding cannot be "
+                                          r"downloaded here \(ConnectionError\); ChunkBench ships cl100k_base and "
+                                          r"o200k_base: give one as encoding_name"):
+        adapters.LangChainChunker("TokenTextSplitter", {"chunk_size": 200})  # LangChain's default: gpt2

@@ -417,7 +417,7 @@ def test_a_chunker_that_raises_names_the_document():
 
     cache = SimpleNamespace(counts=lambda before=None: {}, reused_seconds=0.0)
     with pytest.raises(ChunkerFailed, match=r"Broken failed on document d1: KeyError: 'oops'"):
-        stages.chunk(SimpleNamespace(chunker=Broken(), cache=cache), [Document("d1", "some text")])
+        stages.chunk(SimpleNamespace(chunker=Broken(), cache=cache, chunker_timeout_s=None), [Document("d1", "some text")])
 
 
 def test_a_challenger_names_its_own_code_in_the_record(outside):

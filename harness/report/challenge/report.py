@@ -63,6 +63,8 @@ def leaderboard(results, margin: float) -> list[str]:
                   "| metric | mean rank | columns | first in |", "|---|---|---|---|"]
         lines += [f"| {m} | {statistics.fmean(v):.2f} | {len(v)} | {sum(x == 1 for x in v)} |"
                   for m, v in sorted(ranks.items())]
+    if refused := next((r.refused for r in results if r.refused), ""):  # harness.report.challenge.run.refuse
+        lines += ["", f"**Refused, not ranked**: {refused}"]
     return lines
 
 
@@ -89,7 +91,7 @@ def cost_lines(results) -> list[str]:
 
 def pareto_lines(ch: Challenger, results, uri: str, scale: str, out: Path) -> list[str]:
     mine = {i for r in results for i in r.run_ids}
-    plots = pareto.write(uri, scale, out, challenge=ch.name)
+    plots = pareto.write(uri, scale, out, challenge=None if any(r.refused for r in results) else ch.name)
     found = pareto.points(pareto.finished_runs(uri, scale, ch.name))
     lines = ["## Quality against cost", "",
              "Every chunker the tables ran on a dataset at its most common retrieval setting (as `results/pareto/`), "

@@ -14,9 +14,10 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.chunking.contract import BROKE_CONTRACT
 from harness.report.challenge import cluster, plan, versions
 from harness.report.challenge.challenger import Challenger
 from harness.report.challenge.rows import Challenged, challenged, override_value
@@ -71,6 +72,7 @@ class TableResult:
     baseline_computed: int        # baseline points this challenge had to run
     seconds: float
     run_ids: list[str] = field(default_factory=list)   # the challenger's runs
+    refused: str = ""             # why the challenger is not ranked: a point where it broke the chunk contract
 
 
 def run_table(t: Challenged, ch: Challenger, scale: str, extra: Sequence[str], missing: list[GridRun],
@@ -228,6 +230,7 @@ def challenge(given: cluster.Given, specs: Sequence[TableSpec], scale: str, extr
         log(f"[{s.id}] challenged: {sum(o.status == 'finished' for o in outcomes)} finished, "
             f"{sum(o.status == 'failed' for o in outcomes)} failed, {reused} baseline points read from the record, "
             f"{computed} run, in {time.perf_counter() - t1:.0f}s")
+    refuse(results)
     before = versions.last(root / ch.name, v)
     against = versions.against(root / ch.name, before, v, report.ranks_csv(results)) if before else []
     path = report.write(ch, results, skipped, scale, uri, out, time.perf_counter() - t0, margin, against,
@@ -235,7 +238,25 @@ def challenge(given: cluster.Given, specs: Sequence[TableSpec], scale: str, extr
     versions.record(root / ch.name, v)
     if failed := report.all_failed(results):
         raise ConfigError(f"{failed}; the report of what was computed: {path}")
+    if results[0].refused:
+        raise ConfigError(f"{ch.name} is refused, not ranked: {results[0].refused}; the report: {path}")
     return path
+
+
+def refuse(results: list[TableResult]) -> None:
+    """A challenger that broke the chunk contract anywhere (:class:`harness.chunking.contract.ChunkContractError`:
+    the reason its failed point is recorded with) is refused everywhere: no rank, no verdict, no
+    place on a Pareto front, its scores elsewhere being a broken chunker's that happened to pass.
+    The reason is read from the outcomes and from the rendered cells (a cluster job's failure is
+    only in the record)."""
+    reasons = [note for r in results for note in
+               [o.note for o in r.outcomes if o.status == "failed"] + [x.note for x in r.ranked]]
+    reason = next((n for n in reasons if BROKE_CONTRACT in n), "")
+    if not reason:
+        return
+    for r in results:
+        r.refused, r.comparisons, r.run_ids = reason, [], []
+        r.ranked = [replace(x, rank=None, note=f"refused: {reason}") for x in r.ranked]
 
 
 def header_lines(given: cluster.Given, extra: Sequence[str], results: Sequence[TableResult]) -> list[str]:
