@@ -43,6 +43,29 @@ def reachable() -> bool:
     return True
 
 
+OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+def offline_unless_reachable() -> bool:
+    """Switch the Hugging Face libraries to offline mode for the rest of the process when the
+    Hub cannot be reached (one probe, :func:`reachable`); returns whether they are offline.
+    Without the switch every lookup of a model id (a tokenizer, a ``config.json``) retries five
+    times with backoff, about 23 s each, printing every retry; offline, a cached copy still
+    loads and a missing one fails at once. The variables cover a library imported later;
+    ``huggingface_hub`` and ``datasets`` read theirs at import, so a loaded one is switched too."""
+    import sys
+
+    if reachable():
+        return False
+    for var in OFFLINE_VARS:
+        os.environ[var] = "1"
+    if (constants := sys.modules.get("huggingface_hub.constants")) is not None:
+        constants.HF_HUB_OFFLINE = True
+    if (config := sys.modules.get("datasets.config")) is not None:
+        config.HF_HUB_OFFLINE = True
+    return True
+
+
 @contextmanager
 def offline() -> Iterator[None]:
     """``datasets`` and ``huggingface_hub`` in offline mode for the block (their switches are

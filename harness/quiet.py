@@ -72,9 +72,15 @@ def hub_names(cfg: Any) -> list[str]:
 
 def offline_when_local(cfg: dict) -> bool:
     """Sets ``HF_HUB_OFFLINE=1`` (unless the user set it) when nothing in ``cfg`` (the resolved
-    config, without ``hydra``) comes from the Hub; returns whether the run is offline. Must run
-    before huggingface_hub is imported: it reads the variable once."""
+    config, without ``hydra``) comes from the Hub, or when something does and the Hub cannot be
+    reached (:func:`harness.hub.offline_unless_reachable`: the cached copies load, the rest fails
+    at once); returns whether the run is offline. Must run before huggingface_hub is imported: it
+    reads the variable once."""
+    from harness import hub
+
     if not hub_names(cfg):
-        for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        for var in hub.OFFLINE_VARS:
             os.environ.setdefault(var, "1")
-    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False")
+    elif not hub.offline_by_env():
+        hub.offline_unless_reachable()
+    return hub.offline_by_env()

@@ -78,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if argv[:1] == ["run"]:  # Hydra parses its own arguments (-m, --cfg, overrides)
         return run.run(argv[1:])
     args = parser().parse_args(argv)
+    if getattr(args, "needs_config", True):  # a verb that may look a model up: the Hub asked once, not per lookup
+        from harness.hub import offline_unless_reachable
+
+        offline_unless_reachable()
     try:
         from harness import registry
 

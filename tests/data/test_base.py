@@ -2,6 +2,8 @@
 checked limits, first-N and seeded draws, the drop counts in the report, the single validation
 and the fingerprint."""
 
+import os
+
 import pytest
 
 from harness.data import base
@@ -230,3 +232,26 @@ def test_small_helpers():
     assert query_doc_ids(q) == ["a", "b", "c"]
     assert base.mean([]) == 0.0 and base.mean([1, 2]) == 1.5
     assert base.rows_digest([{"a": 1, "b": 2}]) == base.rows_digest([{"b": 2, "a": 1}])
+
+
+def test_an_unreachable_hub_switches_the_process_offline_once(monkeypatch):
+    """Asked once: with no Hub, every later model lookup reads the local cache at once instead of
+    retrying five times per model (the variables for libraries imported later, the loaded
+    libraries' own switches too); with a Hub nothing changes."""
+    import datasets
+    import huggingface_hub.constants as hub_constants
+
+    from harness import hub
+    from harness.quiet import offline_when_local
+
+    for var in hub.OFFLINE_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "reachable", lambda: True)
+    assert not hub.offline_unless_reachable() and not hub.offline_by_env()
+    assert not offline_when_local({"embedder": {"model": "BAAI/bge-m3"}})
+    monkeypatch.setattr(hub, "reachable", lambda: False)
+    assert offline_when_local({"embedder": {"model": "BAAI/bge-m3"}})
+    assert all(os.environ[v] == "1" for v in hub.OFFLINE_VARS)
+    assert hub_constants.HF_HUB_OFFLINE and datasets.config.HF_HUB_OFFLINE
