@@ -192,7 +192,7 @@ def test_a_challenger_that_breaks_the_contract_anywhere_is_refused_everywhere(br
     report = next((tmp_path / "report" / "broken").glob("*/README.md")).parent  # written before the error
     text = (report / "README.md").read_text()
     reason = f"Broken {BROKE_CONTRACT}: document 'textbook/"
-    assert f"failed: `broken|textbook`: {reason}" in text
+    assert f"failed (1 point: `broken|textbook`): {reason}" in text
     assert f"**Refused, not ranked**: {reason}" in text and "mean rank" not in text.lower()
     ranks = list(csv.DictReader(io.StringIO((report / "ranks.csv").read_text())))
     assert len(ranks) == 2 and all(r["rank"] == "" and r["note"].startswith("refused: " + reason) for r in ranks)
