@@ -115,7 +115,13 @@ def check_contexts(contexts: Sequence[Context], budget: int | None, unit: str,
     if budget is None:
         raise ConfigError(f"every context is empty: the retriever ranked no chunk for any of the "
                           f"{len(contexts)} queries")
-    smallest = f" (the smallest chunk is {min(n)} {unit})" if (n := sizes()) else ""
+    n = sizes()
+    if n and min(n) <= budget:  # chunks that fit exist: each query's first-ranked one did not
+        raise ConfigError(f"context.budget={budget} {unit} holds no query's first-ranked chunk (chunks of {min(n)} to "
+                          f"{max(n)} {unit}; context.overflow=stop leaves out the chunk that does not fit, and what "
+                          f"ranks below it): every context of the {len(contexts)} queries is empty; use "
+                          f"context.overflow=truncate, smaller chunks or a larger context.budget")
+    smallest = f" (the smallest chunk is {min(n)} {unit})" if n else ""
     raise ConfigError(f"context.budget={budget} {unit} holds no chunk{smallest}: every context of the "
                       f"{len(contexts)} queries is empty; raise context.budget, use smaller chunks or "
                       f"context.overflow=truncate")

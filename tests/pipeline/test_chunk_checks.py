@@ -93,6 +93,10 @@ def test_contexts_all_empty_fail_and_one_context_suffices():
     with pytest.raises(ConfigError, match=r"^context.budget=5 words holds no chunk \(the smallest chunk is 100 "
                                           r"words\): every context of the 2 queries is empty"):
         check_contexts([empty, empty], 5, "words", lambda: [300, 100])
+    # chunks that fit exist, yet every query's first-ranked one does not: the stop rule, not the budget
+    with pytest.raises(ConfigError, match=r"^context.budget=512 tokens holds no query's first-ranked chunk \(chunks "
+                                          r"of 105 to 816 tokens; .*use context.overflow=truncate"):
+        check_contexts([empty, empty], 512, "tokens", lambda: [816, 105])
     with pytest.raises(ConfigError, match="the retriever ranked no chunk for any of the 1 queries"):
         check_contexts([empty], None, "tokens", lambda: [100])
 

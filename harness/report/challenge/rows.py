@@ -118,7 +118,9 @@ def challenged(spec: TableSpec, ch: Challenger, scale: str, sweep: Sweep | None 
         values = tuple((k, override_value((*spec.shared, *r.overrides), k)) for k in c.by)
         by_values.setdefault(values, []).append(r)
     kept, note = _sweep(ch, c.sweep if sweep is None else sweep)
-    add = tuple(f"context={ch.context}" if ch.context and o.startswith("context=") else o for o in c.add)
+    # a challenger with its own assembler takes none of the block's settings of the assembler it replaces
+    add = tuple(f"context={ch.context}" if ch.context and o.startswith("context=") else o for o in c.add
+                if not (ch.context and o.startswith("context.")))
     rows, families = [], []
     for values, members in by_values.items():
         like = members[0]
