@@ -124,6 +124,8 @@ def test_a_missing_figure_is_unknown_not_zero(toy, tmp_path):
     ({"encoders": [{"name": "e", "tokens_per_s": {"value": 1, "source": "s"}}]}, "encoders[0]"),
     ({"gpus": 3}, "unknown keys ['gpus']"),
     ({"params": {"m": "big"}}, "params"),
+    ({"memory_gb": 0}, "memory_gb"),
+    ({"weight_bytes": {"m": "fp8"}}, "weight_bytes"),
 ])
 def test_hardware_file_errors_name_the_file_and_key(tmp_path, change, key):
     path = _hardware(tmp_path, **change)
@@ -188,6 +190,19 @@ def test_smoke_plan_counts_the_runnable_smoke_grid(tmp_path):
 
 
 @pytest.mark.slow
+def test_weights_that_do_not_fit_their_tensor_parallel_degree_are_flagged():
+    """DeepSeek-R1-0528 as released (671B parameters in FP8) on 8 x 80 GB: 83.9 GB a GPU against
+    the 72 GB vLLM may take; a quantized or smaller model, or a file without a GPU memory, says nothing."""
+    hw = load_hardware("h100")
+    why = hw.fit("deepseek-ai/DeepSeek-R1-0528", 8)
+    assert why.startswith("does not fit: 671B parameters x 1 bytes = 671 GB of weights, 83.9 GB per GPU at TP 8 "
+                          "> 72.0 GB (0.9 of 80 GB); the weights need at least 10 such GPUs")
+    assert hw.fit("Qwen/Qwen3-32B", 1) is None                        # 64 GB in bf16
+    assert hw.fit("Qwen/Qwen3-32B", 1, share=0.7).startswith("does not fit")
+    assert hw.fit("meta-llama/Meta-Llama-3-70B-Instruct", 1, "awq") is None   # 35 GB in 4 bits
+    assert hw.fit("someone/model", 1) is None                         # size unknown: no claim
+
+
 def test_full_plan_of_every_table_runs_offline(tmp_path):
     out = subprocess.run([sys.executable, "-m", "harness.cli", "tables", "plan", "--tables", "all", "--scale", "full",
                           "--json", "--set", f"cache.dir={tmp_path}"], capture_output=True, text=True, timeout=600)
@@ -197,6 +212,8 @@ def test_full_plan_of_every_table_runs_offline(tmp_path):
     assert [t["table"] for t in r["tables"]] == [s.id for s in specs]
     assert r["total"]["points"] == sum(not p.skip for s in specs for p in s.runs("full"))
     assert r["total"]["gpu_hours"] > 0 and r["hardware"]["figures"]
+    unfit = {(row["model"], row["tensor_parallel"]) for row in r["total"]["roles"] if row["fit"]}
+    assert unfit == {("deepseek-ai/DeepSeek-R1-0528", 8)}   # the one full-scale role that cannot load on 8 x H100
     for t in r["tables"]:
         assert t["jobs"] == t["points"] and sum(t["jobs_by_gpus"].values()) == t["jobs"]
         assert all(p["documents"] is None or p["documents"] > 0 for p in t["points_detail"])

@@ -9,8 +9,11 @@ figure with its published source, so ``tables plan`` turns counted work into GPU
          decode_tokens_per_s: {value: null, source: "none found: run tables calibrate"}}
     encoders:   # per embedder size class (millions of parameters)
       - {name: large, up_to_m: 600, tokens_per_s: {value: null, source: "none found: run tables calibrate"}}
+    memory_gb: 80   # one GPU's memory: whether a model's weights fit its tensor-parallel degree
     params:     # model id -> parameters (billions) where its name does not say
       deepseek-ai/DeepSeek-R1-0528: 671
+    weight_bytes:   # model id -> bytes per parameter as released, where not bf16's 2
+      deepseek-ai/DeepSeek-R1-0528: 1
     measured:   # written by `tables calibrate`: per model id, figures that replace the class's
       Qwen/Qwen3-8B: {prefill_tokens_per_s: {value: ..., source: "measured on <gpu> <date>"}, ...}
 
@@ -33,6 +36,9 @@ HARDWARE = Path(__file__).resolve().parents[3] / "configs" / "hardware"
 LLM_FIGURES = ("prefill_tokens_per_s", "decode_tokens_per_s")
 ENCODER_FIGURES = ("tokens_per_s",)
 NONE_FOUND = "none found: run tables calibrate"
+# bytes per parameter of vLLM's quantization methods (llm.quantization); a method not named: 8-bit
+QUANTIZED_BYTES = {"fp8": 1.0, "int8": 1.0, "bitsandbytes": 0.5, "awq": 0.5, "gptq": 0.5, "marlin": 0.5,
+                   "gguf": 0.5, "compressed-tensors": 1.0}
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,27 @@ class Hardware:
     params: dict[str, float] = field(default_factory=dict)
     measured: dict[str, dict[str, Figure]] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
+    memory_gb: float | None = None
+    weight_bytes: dict[str, float] = field(default_factory=dict)
+
+    def fit(self, model: str, tensor_parallel: int, quantization: str | None = None,
+            share: float = 0.9) -> str | None:
+        """Why an engine of ``model`` on ``tensor_parallel`` of these GPUs cannot load it, or None
+        (it may, or the file cannot tell): its weights alone, split evenly over the GPUs, against
+        the ``share`` of each GPU's memory the engine may take (vLLM's gpu_memory_utilization),
+        before any KV cache or activation. Bytes per parameter: ``llm.quantization``'s (8-bit 1,
+        4-bit 0.5), else the file's ``weight_bytes`` for the model, else bf16's 2."""
+        size = self.size(model, "llm")
+        if self.memory_gb is None or size is None:
+            return None
+        per = QUANTIZED_BYTES.get(str(quantization).lower(), 1.0) if quantization else self.weight_bytes.get(model, 2.0)
+        need = size * per / tensor_parallel   # GB: billions of parameters x bytes each
+        room = self.memory_gb * share
+        if need <= room:
+            return None
+        return (f"does not fit: {size:g}B parameters x {per:g} bytes = {size * per:,.0f} GB of weights, "
+                f"{need:,.1f} GB per GPU at TP {tensor_parallel} > {room:,.1f} GB ({share:g} of {self.memory_gb:g} GB); "
+                f"the weights need at least {int(size * per // room) + 1} such GPUs, or quantization")
 
     def figure(self, kind: str, model: str, what: str) -> tuple[Figure, str]:
         """The figure for ``model`` (kind: llm | encoder) and what it stands for: the model's own
@@ -134,7 +161,8 @@ def load_hardware(path: str | Path) -> Hardware:
         raise ConfigError(f"{p}: not YAML ({' '.join(str(e).split())})") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: a mapping with gpu, llm, encoders, got {type(raw).__name__}")
-    unknown = set(raw) - {"gpu", "assumptions", "llm", "encoders", "params", "measured", "note"}
+    unknown = set(raw) - {"gpu", "assumptions", "llm", "encoders", "params", "measured", "note", "memory_gb",
+                          "weight_bytes"}
     if unknown or not raw.get("gpu"):
         raise ConfigError(f"{p}: needs gpu; unknown keys {sorted(unknown)}" if unknown else f"{p}: gpu: needs the GPU's name")
     params = raw.get("params") or {}
@@ -146,11 +174,18 @@ def load_hardware(path: str | Path) -> Hardware:
             raise ConfigError(f"{p}: measured.{model}: a mapping of figures, got {figs!r}")
         measured[str(model)] = {k: _figure(v, f"{p}: measured.{model}.{k}") for k, v in figs.items()
                                 if k in LLM_FIGURES + ENCODER_FIGURES}
+    memory, weight_bytes = raw.get("memory_gb"), raw.get("weight_bytes") or {}
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float)) or memory <= 0):
+        raise ConfigError(f"{p}: memory_gb: one GPU's memory in GB (a positive number), got {memory!r}")
+    if not isinstance(weight_bytes, dict) or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0
+                                                 for v in weight_bytes.values()):
+        raise ConfigError(f"{p}: weight_bytes: model id -> bytes per parameter as released, got {weight_bytes!r}")
     assumptions = raw.get("assumptions") or []
     return Hardware(p, str(raw["gpu"]), tuple(str(a) for a in assumptions),
                     _classes(raw.get("llm") or [], f"{p}: llm", "up_to_b", LLM_FIGURES),
                     _classes(raw.get("encoders") or [], f"{p}: encoders", "up_to_m", ENCODER_FIGURES),
-                    {str(k): float(v) for k, v in params.items()}, measured, raw)
+                    {str(k): float(v) for k, v in params.items()}, measured, raw,
+                    None if memory is None else float(memory), {str(k): float(v) for k, v in weight_bytes.items()})
 
 
 def write_measured(path: Path, model: str, figures: dict[str, Figure]) -> None:

@@ -50,6 +50,8 @@ class Totals:
         s, why = gpu_seconds(w, hw)
         row = self.by_role.setdefault((w.role, w.model, w.backend), {
             "role": w.role, "model": w.model, "backend": w.backend, "tensor_parallel": w.tensor_parallel,
+            "fit": hw.fit(w.model, w.tensor_parallel, w.quantization, w.memory_share)
+            if w.kind == "llm" and w.backend == "VLLM" else None,
             "prefill": 0.0, "decode": 0.0, "embedded": 0.0, "calls": 0.0, "gpu_s": 0.0,
             "counted": 0, "work_unknown": 0, "no_figure": 0, "why": set()})
         row["why"].add(why)

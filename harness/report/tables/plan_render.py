@@ -44,6 +44,8 @@ def _roles(rows: list[dict[str, Any]], indent: str, smoke: bool = False) -> list
         else:
             gpu = _hours(r["gpu_hours"], {})
         line = f"{indent}{r['role']:<26} {r['model'] + tp:<42} {work:<56} {gpu}"
+        if r.get("fit"):  # before a submission: the engine would fail to load
+            line += f"  [{r['fit']}]"
         gaps = [w for w in r["why"] if not w.startswith(("class ", "served"))]
         if r["work_unknown"] or (r["no_figure"] and not smoke):
             line += f"  ({r['work_unknown'] + r['no_figure']} of {r['counted'] + r['work_unknown']} stage works: " \
@@ -100,6 +102,8 @@ def text(r: dict[str, Any]) -> str:
     if smoke:
         lines += ["", "Other stages' seconds are in the MLflow record of a run (stage_seconds/*), not in the cache."]
         return "\n".join(lines)
+    if unfit := sorted({f"{r['model']} at TP {r['tensor_parallel']}: {r['fit']}" for r in tot["roles"] if r.get("fit")}):
+        lines += ["", "Will not load on this hardware (fix before submitting):"] + [f"    - {u}" for u in unfit]
     if tot["missing"]:
         lines += ["", "Not estimated (missing, not zero): stage works by reason"]
         lines += [f"    {n:>5} x {why}" for why, n in sorted(tot["missing"].items(), key=lambda kv: -kv[1])[:15]]

@@ -63,6 +63,8 @@ class RoleWork:
     kind: str                  # llm | embedder | encoder
     backend: str
     tensor_parallel: int = 1
+    quantization: str | None = None     # vLLM's llm.quantization: the weights' bytes per parameter (Hardware.fit)
+    memory_share: float = 0.9           # vLLM's gpu_memory_utilization: the share of each GPU the engine takes
     prefill: float = 0.0       # llm: prompt and scored tokens
     decode: float = 0.0        # llm: reply-budget tokens (an upper bound)
     embedded: float = 0.0      # embedder / encoder
@@ -187,7 +189,8 @@ def _template(responder: dict[str, Any], ds: dict[str, Any]) -> dict[str, Any]:
 def role_work(role: Role, slices: dict[str, Any], size: DataSize, work: dict[str, Any], count) -> RoleWork:
     """The work of ``role`` at a point whose resolved config groups are ``slices``; ``count``
     counts cl100k tokens (template overheads)."""
-    out = RoleWork(role.path, role.model, role.kind, role.backend, int(role.settings.get("tensor_parallel_size") or 1))
+    out = RoleWork(role.path, role.model, role.kind, role.backend, int(role.settings.get("tensor_parallel_size") or 1),
+                   role.settings.get("quantization"), float(role.settings.get("gpu_memory_utilization") or 0.9))
     group = role.path.split(".")[0].split("[")[0]
     doc_k, q = size.doc_k(), size.questions
     wp = work["wordpiece_per_cl100k"]
