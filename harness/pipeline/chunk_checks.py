@@ -51,13 +51,15 @@ def whole_document_contexts(queries: Sequence[Query], contexts: Sequence[Context
     """The share of queries whose context holds every document they search whole: their
     ``doc_ids`` under ``retriever.scope=document``, the whole corpus otherwise. Measured, not
     predicted: the documents must fit the budget together (``doc_sizes`` in context units) and the
-    context's spans (as included: a truncated chunk counts as cut) must cover all their text but whitespace (a retriever may rank only the
-    chunks that share a word with the question). There span metrics are the same for any chunker
+    context's spans (as included: a truncated chunk counts as cut) must cover all their text but
+    whitespace (a retriever may rank only the chunks that share a word with the question). There span metrics are the same for any chunker
     (``contexts_whole_documents``; reports mark a column saturated where it is 1.0 and every row
     scores alike)."""
     if not queries:
         return 0.0
     by_id = {d.doc_id: d for d in docs}
+    if scope == "corpus" and sum(doc_sizes.get(d, 0) for d in by_id) > budget:
+        return 0.0  # the pooled corpus never fits: no query's context can hold it whole
     whole = 0
     for q, ctx in zip(queries, contexts):
         searched = list(by_id) if scope == "corpus" else [d for d in q.doc_ids if d in by_id]
