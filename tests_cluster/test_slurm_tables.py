@@ -60,7 +60,11 @@ def test_a_table_grid_runs_as_one_slurm_array_and_renders(cluster_env, mlflow_se
     assert {r.data.tags["slurm.job_id"] for r in runs} == set(states)  # each run names its array task
     assert {r.data.tags["table"] for r in runs} == {TABLE} and len({r.data.tags["table.run"] for r in runs}) == POINTS
 
-    rendered = tables("render", "--uri", mlflow_server, "--out", str(tmp_path / "cluster")).stdout
+    # the profile's embedder batch size is part of each point's config: render under the same --set
+    plain = tables("render", "--uri", mlflow_server, "--out", str(tmp_path / "plain")).stdout
+    assert f"[{TABLE}] 0/14 cells" in plain and "runs made with --set profile=cluster: render with the same" in plain
+    rendered = tables("render", "--uri", mlflow_server, "--out", str(tmp_path / "cluster"),
+                      "--set", "profile=cluster", env=env).stdout
     assert f"[{TABLE}] {POINTS}/14 cells" in rendered
     # the same table run in one process, into a store of its own, renders the same numbers
     local = tmp_path / "local"

@@ -117,6 +117,9 @@ def render_tables(specs, args: argparse.Namespace, cfg, extra: list[str]) -> Non
             render.write(t, out)
             print(f"[{t.spec.id}] {t.filled}/{t.total} cells -> {out / t.spec.id}.md (.csv, .tex"
                   + (", .png)" if t.spec.is_figure or t.spec.series or t.spec.pairwise else ")"))
+            for tag in t.elsewhere:  # the cells are empty under these overrides, not unrun
+                sets = " ".join(f"--set {o}" for o in json.loads(tag)) or "no --set"
+                print(f"  empty cells have runs made with {sets}: render with the same to read them")
         # the index keeps the rows of the tables not rendered now as it holds them (a new table: from the record)
         held = index.load(out, args.scale)
         done = {t.spec.id for t in built}

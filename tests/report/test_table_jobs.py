@@ -109,6 +109,7 @@ def test_a_point_recorded_under_other_overrides_is_not_the_points_run(tmp_path):
     grid.run_table(t, "smoke", fewer, log=lambda *_: None)
     plain, limited = render.build(t, uri, "smoke", where), render.build(t, uri, "smoke", fewer)
     assert plain.filled == 0 and "not run yet" in {c.note for c in plain.cells.values()}
+    assert plain.elsewhere == ('["dataset.limit_queries=5"]',) and limited.elsewhere == ()  # render says where they are
     assert limited.filled == 5 and "Every run under the overrides `dataset.limit_queries=5`" in render.markdown(limited)
     assert "Every run under" not in render.markdown(plain)
     grid.run_table(t, "smoke", where, log=lambda *_: None)

@@ -54,6 +54,8 @@ class Rendered:
     runs: dict[str, Any] = field(default_factory=dict)   # grid point key -> the run its cells read
     history: tuple[Any, ...] = ()   # every recorded run of its grid points and judged pairs: what it cost
     overrides: tuple[str, ...] = ()   # the --set overrides every point ran under (grid.config_overrides)
+    # the other --set overrides (each a SET_TAG) under which an empty cell's point has runs: render with one to read them
+    elsewhere: tuple[str, ...] = ()
 
     @property
     def filled(self) -> int:

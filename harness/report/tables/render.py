@@ -27,7 +27,7 @@ from pathlib import Path
 from harness.report.tables import blocks, pairwise
 from harness.report.tables.cells import (WHOLE_DOCUMENTS, Cell, Rendered, at_ceiling, fmt, ours_text, paper_text,
                                         saturated_note, short_label)
-from harness.report.tables.grid import config_overrides, paper_rows
+from harness.report.tables.grid import SET_TAG, config_overrides, paper_rows, set_tag
 from harness.report.tables.records import point_runs, recorded_runs
 from harness.report.tables.spec import REPO, Axis, Column, GridRun, TableSpec
 
@@ -251,7 +251,18 @@ def build(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> R
     reasons = tuple(dict.fromkeys(r for why in why_not.values() for r in why.split(", ") if r))
     history = (*(r for rs in recorded.values() for r in rs), *judged.values())
     return Rendered(spec, scale, cells, models_used(runs), series, pair_cells, reasons, runs, history,
-                    tuple(config_overrides(extra)))
+                    tuple(config_overrides(extra)), other_overrides(spec, uri, scale, runs, extra))
+
+
+def other_overrides(spec: TableSpec, uri: str, scale: str, runs: dict, extra: Sequence[str]) -> tuple[str, ...]:
+    """The other ``--set`` overrides (as :data:`SET_TAG` writes them) under which a point left
+    empty here has runs: a grid run on the cluster (``--set profile=cluster``) rendered without it."""
+    empty = {p.key for p in spec.runs(scale) if not p.skip and p.key not in runs}
+    if not empty:
+        return ()
+    wanted = set_tag(extra)
+    return tuple(sorted({r.data.tags[SET_TAG] for k, rs in recorded_runs(spec, uri, scale).items() if k in empty
+                         for r in rs if r.data.tags.get(SET_TAG, wanted) != wanted}))
 
 
 def caption(t: Rendered) -> list[str]:
