@@ -16,8 +16,11 @@ import numpy as np
 
 from harness.types import ConfigError, Unavailable
 
-TOKEN_UNITS = ("tokens", "words", "chars")
+TOKEN_UNITS = ("tokens", "words", "chars", "hichunk_words")
 _WORD = re.compile(r"\S+")
+# HiChunk's code (pipeline/indexing/splitter.py get_word_list, what its FC200 and HC200 count): text
+# split at every non-word character, each CJK ideograph of U+4E00..U+9FA5 a word of its own
+_HICHUNK_WORD = re.compile(r"[\u4e00-\u9fa5]|[^\W\u4e00-\u9fa5]+")
 _LEXICAL = re.compile(r"\w+", re.UNICODE)
 _WORD_CHAR = re.compile(r"\w")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -273,7 +276,8 @@ def _tiktoken_spans(encoding, text: str, with_ends: bool = True) -> tuple[np.nda
 
 
 class Tokenizer:
-    """Counts and locates units of text: model ``tokens``, whitespace ``words`` or ``chars``.
+    """Counts and locates units of text: model ``tokens``, whitespace ``words``, ``chars``, or
+    ``hichunk_words`` (runs of word characters, each CJK ideograph one: HiChunk's code).
 
     ``name`` picks the tokenizer for ``unit=tokens``: 'bundled' (the bundled embedder's
     WordPiece), 'cl100k' / 'o200k' (tiktoken's, as Chroma and OpenAI count), a Hub id or a
@@ -310,8 +314,8 @@ class Tokenizer:
         """Character span of every unit, in order."""
         if self.unit == "chars":
             return [(i, i + 1) for i in range(len(text))]
-        if self.unit == "words":
-            return [m.span() for m in _WORD.finditer(text)]
+        if self.unit in ("words", "hichunk_words"):
+            return [m.span() for m in (_WORD if self.unit == "words" else _HICHUNK_WORD).finditer(text)]
         if not text:
             return []
         if self.name in TIKTOKEN:
@@ -328,8 +332,8 @@ class Tokenizer:
     def count(self, text: str) -> int:
         if self.unit == "chars":
             return len(text)
-        if self.unit == "words":
-            return sum(1 for _ in _WORD.finditer(text))
+        if self.unit in ("words", "hichunk_words"):
+            return sum(1 for _ in (_WORD if self.unit == "words" else _HICHUNK_WORD).finditer(text))
         if self.name in TIKTOKEN:
             return len(self._backend().encode_ordinary(text))
         if self._wordpiece:  # a WordPiece token always covers a character: no offsets needed

@@ -50,6 +50,10 @@ Output: Return the ID of the paragraph with the content shift as in the exemplif
 
 Additional Considerations: Avoid very long groups of paragraphs. Aim for a good balance between identifying content shifts and keeping groups manageable."""
 
+# tokens: the run's model's, on the lines it sees (the LumberChunker paper's ~550 tokens) |
+# words_x1.2: round(1.2 x whitespace words), the authors' count_words "1 word ~ 1.2 tokens"
+# (HiChunk's lumber_chunk.py and LumberChunker's own code)
+THRESHOLD_UNITS = ("tokens", "words_x1.2")
 TAIL_UNITS = 5  # the authors' loop stops once this many paragraphs or fewer remain
 # "Answer: ID 12" as the authors' regex ("Answer: ID \w+", then its first number) reads it;
 # case, spacing, markdown bold and a colon after ID are tolerated.
@@ -82,8 +86,13 @@ class _Walk:
 
 class LumberChunker(LLMChunker):
     def __init__(self, llm: LLM, threshold: int = 550, temperature: float = 0.1, max_tokens: int = 64,
-                 paragraph_pattern: str = r"\n\s*\n", batch_size: int = 8):
+                 paragraph_pattern: str = r"\n\s*\n", batch_size: int = 8, threshold_unit: str = "tokens",
+                 strip_marks: str = ""):
         super().__init__(llm)
+        require(threshold_unit in THRESHOLD_UNITS, f"chunker.threshold_unit must be one of "
+                f"{', '.join(THRESHOLD_UNITS)} (got threshold_unit={threshold_unit!r})")
+        require(isinstance(strip_marks, str), f"chunker.strip_marks must be a string (got {strip_marks!r})")
+        self.threshold_unit, self.strip_marks = threshold_unit, strip_marks
         require_int("threshold", threshold, 1)
         require_int("max_tokens", max_tokens, 1)
         require_int("batch_size", batch_size, 1)
@@ -125,8 +134,11 @@ class LumberChunker(LLMChunker):
             if len(sentences) > 1:
                 units = sentences
                 self.count(doc.doc_id, "sentence_units")
-        lines = [f"ID {k}: {_WS.sub(' ', doc.text[s:e])}" for k, (s, e) in enumerate(units)]
-        return _Walk(doc, units, lines, [self.llm.count_tokens(line) for line in lines])
+        # strip_marks: what the model is not shown of a unit's head (HiChunk's code: "# " header marks)
+        lines = [f"ID {k}: {_WS.sub(' ', doc.text[s:e]).lstrip(self.strip_marks)}" for k, (s, e) in enumerate(units)]
+        sizes = ([self.llm.count_tokens(line) for line in lines] if self.threshold_unit == "tokens"
+                 else [round(1.2 * len(line.split())) for line in lines])
+        return _Walk(doc, units, lines, sizes)
 
     def _settle(self, w: _Walk) -> int | None:
         """Cut what needs no question; return the end of the group to ask about, or None when done."""

@@ -42,7 +42,8 @@ class OHRBench(DatasetLoader):
     real sample; ``path`` = the folder ``path`` holding ``qas.jsonl`` and ``retrieval_base/``
     (a full checkout's ``data/``). OHR-Bench has no Hub copy this loader reads.
 
-    ``domains`` keeps documents of those domains; ``min_words`` drops documents with fewer
+    ``qas``: the QA file's stem: ``qas`` (v1, 4,598 QAs) or ``qas_v2`` (the v2 release, 8,498 QAs, the
+    same row schema; HiChunk's Table 2 counts are v2's). ``domains`` keeps documents of those domains; ``min_words`` drops documents with fewer
     words (HiChunk keeps those over 4k); ``limit_docs`` keeps the first N documents left and
     ``limit_queries`` the first N of their queries, or N drawn with ``seed``. Every drop is counted in the report.
     """
@@ -56,8 +57,11 @@ class OHRBench(DatasetLoader):
     def __init__(self, path: str | Path | None = None, name: str = "ohrbench",
                  limit_docs: int | None = None, limit_queries: int | None = None,
                  domains=None, min_words: int = 0, seed: int | None = None,
-                 source: str | None = None):
+                 source: str | None = None, qas: str = "qas"):
         super().__init__(name, limit_docs, limit_queries, seed)
+        if qas not in ("qas", "qas_v2"):
+            raise ConfigError(f"dataset.qas must be qas (OHR-Bench v1) or qas_v2 (v2), got {qas!r}")
+        self.qas = qas
         self.set_source(source, path)
         self.domains = _as_domains(domains)
         if check_limit("min_words", min_words) is None:
@@ -72,7 +76,7 @@ class OHRBench(DatasetLoader):
     # -- reading -------------------------------------------------------------------------
 
     def _qas_path(self) -> Path:
-        return find_file(self.path, "qas", (".jsonl", ".json"))
+        return find_file(self.path, self.qas, (".jsonl", ".json"))
 
     def _doc_path(self, doc_name: str) -> Path:
         return self.path / "retrieval_base" / "gt" / f"{doc_name}.json"

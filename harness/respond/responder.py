@@ -28,6 +28,15 @@ from harness.types import Answer, ConfigError, Context, Query
 class Template:
     prompt: str
     max_tokens: int
+    # (open, close): the answer is what the reply holds after its last ``open``, up to ``close``
+    # (CRUD-RAG's QuestAnswer: "<response>...</response>"); None: the whole reply
+    answer_between: tuple[str, str] | None = None
+
+    def extract(self, reply: str) -> str:
+        if self.answer_between is None:
+            return reply
+        start, end = self.answer_between
+        return reply.split(start)[-1].split(end)[0]
 
 
 class LLMResponder:
@@ -41,7 +50,10 @@ class LLMResponder:
         self.templates: dict[str, Template] = {}
         for name, t in templates.items():
             try:
-                tpl = Template(str(t["prompt"]), int(t["max_tokens"]))
+                between = t.get("answer_between")
+                if between is not None and (len(between) != 2 or not all(isinstance(b, str) and b for b in between)):
+                    raise ValueError(f"answer_between must be two non-empty strings, got {list(between)!r}")
+                tpl = Template(str(t["prompt"]), int(t["max_tokens"]), None if between is None else tuple(between))
             except (KeyError, TypeError, ValueError) as e:
                 raise ConfigError(f"responder.templates.{name}: needs 'prompt' and an integer 'max_tokens' ({e})")
             for slot in ("{context}", "{input}"):
@@ -92,7 +104,8 @@ class LLMResponder:
                     texts, counted = self.answer(batch, prompts, sampling)
                     elapsed = time.perf_counter() - t0
                     for i, text, full in zip(batch, texts, counted):
-                        answers[i] = Answer(queries[i].qid, strip_reasoning(text).strip(), self.llm.count_tokens(full),
+                        reply = self.templates[name].extract(strip_reasoning(text))
+                        answers[i] = Answer(queries[i].qid, reply.strip(), self.llm.count_tokens(full),
                                             elapsed / len(batch))
                     if generated := self.llm.stats.generated_tokens - before:  # 0: every answer from the cache
                         seconds, tokens = seconds + elapsed, tokens + generated

@@ -450,3 +450,21 @@ def test_real_model_runs_both_chunkers():
     assert counts["llm_calls"] == llm.stats.calls - calls >= 1
     assert counts["window_fallbacks"] <= counts["llm_calls"]
     assert any(not c.indexed for c in chunks) and any(c.indexed for c in chunks)
+
+
+def test_lumber_as_hichunks_code_runs_it_lines_without_header_marks_and_scaled_words():
+    """HiChunk's lumber_chunk.py: units are lines, shown without their leading '#'/' ', grouped by
+    round(1.2 x words) (the protocol's chunker.paragraph_pattern, strip_marks, threshold_unit)."""
+    lines = [f"# Section {i}" if i % 5 == 0 else " ".join(f"w{i}x{j}" for j in range(20)) for i in range(15)]
+    doc = Document("d", "\n".join(lines))
+    llm = ScriptedLLM(reply=lambda p: f"Answer: ID {_ids(p)[1]}")
+    chunker = LumberChunker(llm, threshold=100, paragraph_pattern=r"\n", strip_marks="# ", threshold_unit="words_x1.2")
+    chunks = chunker.chunk([doc])[0]
+    check_chunks(doc, chunks, covering=True)
+    first = llm.prompts[0]
+    assert "ID 0: Section 0\n" in first and "#" not in first.split("Document:\n", 1)[1]
+    # "ID k: <20 words>" is 22 words -> 26 units; "ID 0: Section 0" 4 words -> 5: 5 + 3 x 26 = 83 <= 100 < 109
+    assert _ids(first) == [0, 1, 2, 3]
+    assert "# Section 0" in chunks[0].text  # the chunk keeps the text as it is
+    with pytest.raises(ConfigError, match="chunker.threshold_unit must be one of tokens, words_x1.2"):
+        LumberChunker(llm, threshold_unit="chars")

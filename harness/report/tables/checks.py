@@ -59,15 +59,26 @@ class TableCheck:
         return Counter(p.status for p in self.points)
 
     def summary(self) -> list[str]:
-        """One line for the table, then one per distinct reason of each non-ok status."""
+        """One line for the table, then one per distinct reason of each non-ok status. A point
+        that needs data or a model and also deviates counts under both: availability is a status,
+        a declared deviation is what the point is."""
         counts = self.counts()
         head = ", ".join(f"{counts[s]} {s}" for s in ORDER if counts[s])
+        deviating = sum(1 for p in self.points if p.status not in FAILING and any(f.declared for f in p.findings))
+        if deviating > counts["deviates"]:
+            head += f"; {deviating} with declared deviations"
         lines = [f"[{self.spec.id}] {len(self.points)} point(s) at {self.scale} scale: {head or 'none'}"]
         for status in ORDER[:5]:
-            reasons = Counter(r for p in self.points if p.status == status for r in set(_reasons(p, status)))  # points, not roles
+            reasons = Counter(r for p in self.points if _under(p, status) for r in set(_reasons(p, status)))  # points, not roles
             for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
                 lines.append(f"    {status}: {reason}" + (f" ({n} points)" if n > 1 else f" ({_first(self, status, reason)})"))
         return lines
+
+
+def _under(p: PointCheck, status: str) -> bool:
+    """Whether ``p``'s reasons are listed under ``status``: its own, or (``deviates``) any status
+    that does not fail, so that needing data hides no deviation."""
+    return p.status not in FAILING if status == "deviates" else p.status == status
 
 
 def _reasons(p: PointCheck, status: str) -> list[str]:
@@ -79,7 +90,7 @@ def _reasons(p: PointCheck, status: str) -> list[str]:
 
 
 def _first(check: TableCheck, status: str, reason: str) -> str:
-    return next(p.point.key for p in check.points if p.status == status and reason in _reasons(p, status))
+    return next(p.point.key for p in check.points if _under(p, status) and reason in _reasons(p, status))
 
 
 def model_available(role: Role) -> str | None:
@@ -136,10 +147,12 @@ def check_point(spec: TableSpec, point: GridRun, scale: str, extra: Sequence[str
         out.status, out.problems = "config error", [_one_line(e)]
         return out
     if spec.paper is not None:
-        out.settings = {str(s["key"]): _select(cfg, str(s["key"]))
-                        for s in spec.paper.declared(point.row, point.group)["settings"]}
+        keys = [str(s["key"]) for s in spec.paper.declared(point.row, point.group)["settings"]]
+        keys += [s.key for s in _protocol_settings(spec, point, extra)]
+        out.settings = {k: _select(cfg, k) for k in keys}
     if scale == "full":
-        out.findings = (spec.paper.check(point.row, point.group, out.roles, out.dataset, cfg) if spec.paper
+        out.findings = (spec.paper.check(point.row, point.group, out.roles, out.dataset, cfg, (*point.overrides, *extra))
+                        if spec.paper
                         else [Finding("paper", "the table file declares no paper setup (a `paper:` block)")])
     missing_data = data_available(out.dataset)
     unavailable = [m for m in (model_available(r) for r in out.roles.values()) if m]
@@ -206,7 +219,7 @@ def incomparable(spec: TableSpec, point: GridRun, scale: str, extra: Sequence[st
     except Exception as e:  # the point's own error is reported where it runs
         return _one_line(e)
     reasons = []
-    for f in spec.paper.check(point.row, point.group, found, dataset, cfg):
+    for f in spec.paper.check(point.row, point.group, found, dataset, cfg, (*point.overrides, *extra)):
         if f.declared:
             continue
         role = found.get(f.subject)
@@ -250,6 +263,16 @@ def check_table(spec: TableSpec, scale: str, extra: Sequence[str] = ()) -> Table
     return TableCheck(spec, scale, points)
 
 
+def _protocol_settings(spec: TableSpec, point: GridRun, extra: Sequence[str] = ()) -> list:
+    protocol = spec.paper.protocol if spec.paper else None
+    return protocol.applying((*point.overrides, *extra)) if protocol else []
+
+
+def _protocol_deviations(spec: TableSpec, point: GridRun) -> list:
+    protocol = spec.paper.protocol if spec.paper else None
+    return protocol.deviating(point.overrides) if protocol else []
+
+
 def explain(check: TableCheck) -> list[dict[str, Any]]:
     """Per grid point: what it runs (roles, dataset, the declared settings' values), beside what
     the paper declares, and how it differs (``tables explain --json``)."""
@@ -266,7 +289,10 @@ def explain(check: TableCheck) -> list[dict[str, Any]]:
             "dataset": {k: v for k, v in p.dataset.items() if k in ("name", "source", "path")},
             "settings": p.settings,
             "paper": paper,
-            "deviations": spec.paper.deviations(p.point.row, p.point.group) if spec.paper else [],
+            "protocol": [{"key": s.key, "value": s.value, "cite": s.cite} for s in _protocol_settings(spec, p.point)],
+            "deviations": (spec.paper.deviations(p.point.row, p.point.group) if spec.paper else [])
+            + [{"key": d.about, "why": d.why} for d in _protocol_deviations(spec, p.point)],
+            "unstated": spec.paper.unstated(p.point.row, p.point.group) if spec.paper else [],
             "findings": [f.line() for f in p.findings],
             "problems": p.problems,
         })
@@ -288,6 +314,13 @@ def explain_text(records: list[dict[str, Any]]) -> str:
             for e in r["paper"].get(kind, []):
                 what = e.get("model") or f"{e.get('name')} ({e.get('documents', '?')} docs, {e.get('questions', '?')} questions)"
                 lines.append(f"    paper {kind[:-1]}{' ' + e['role'] if 'role' in e else ''}: {what} [{e.get('cite', '')}]")
+        for e in r.get("protocol", []):
+            lines.append(f"    authors' code: {e['key']} = {e['value']!r} [{e['cite']}]")
+        for kind in ("deviations", "unstated"):
+            for e in r.get(kind, []):
+                about = e.get("role") or e.get("key") or "dataset"
+                value = f" = {e['value']!r}" if "value" in e else ""
+                lines.append(f"    {'deviation' if kind == 'deviations' else 'unstated, chosen here'}: {about}{value}: {e['why']}")
         for line in r["findings"] + r["problems"]:
             lines.append(f"    ! {line}")
     return "\n".join(lines)

@@ -11,12 +11,16 @@ composed full-scale grid point against it.
         - {key: context.budget, value: 4096, cite: "Sec. 5.1"}
       deviations:  # where a row knowingly differs, and why
         - {rows: "*_hc*", role: chunker.llm, why: "the paper's fine-tuned Qwen3-4B is not public"}
+      unstated:    # where the paper and its code are silent: what ChunkBench chose, and why
+        - {key: responder.prompt, value: "answer briefly", why: "..."}
+      protocol: hichunk   # the authors' code beyond the paper (configs/protocols/, :mod:`.protocol`)
 
 ``rows`` and ``groups`` (a glob or a list of globs, default every one) narrow an entry to part
 of the grid. A full-scale point is checked against every entry that applies to it: each declared
 role resolves to the declared model and settings, no role is left undeclared, no role runs a
-bundled CPU model, no dataset reads a bundled sample, each declared setting holds. A finding
-that a deviation covers (same role or key, rows and groups) is declared; any other is not.
+bundled CPU model, no dataset reads a bundled sample, each declared setting holds, each setting of the protocol that applies holds. A finding
+that a deviation covers (same role or key, rows and groups) is declared; any other is not. ``unstated`` choices are no findings: ``tables
+explain`` lists them beside the deviations.
 """
 
 from __future__ import annotations
@@ -28,14 +32,16 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from harness.pipeline.roles import Role
+from harness.report.tables.protocol import Protocol, drift, parse_protocol
 from harness.types import ConfigError
 
-BLOCKS = {"models", "datasets", "settings", "deviations"}
+BLOCKS = {"models", "datasets", "settings", "deviations", "unstated"}
 ENTRY_KEYS = {
     "models": {"role", "model", "settings", "rows", "groups", "cite"},
     "datasets": {"group", "rows", "name", "documents", "questions", "config", "cite"},
     "settings": {"key", "value", "rows", "groups", "cite"},
     "deviations": {"role", "key", "dataset", "rows", "groups", "why"},
+    "unstated": {"role", "key", "dataset", "value", "rows", "groups", "why"},
 }
 
 
@@ -86,6 +92,7 @@ class Finding:
 @dataclass(frozen=True)
 class PaperSetup:
     entries: tuple[Entry, ...]
+    protocol: Protocol | None = None
 
     def of(self, kind: str, row: str, group: str) -> list[Entry]:
         return [e for e in self.entries if e.kind == kind and e.applies(row, group)]
@@ -97,10 +104,16 @@ class PaperSetup:
     def deviations(self, row: str, group: str) -> list[dict[str, Any]]:
         return [e.as_dict() for e in self.of("deviations", row, group)]
 
+    def unstated(self, row: str, group: str) -> list[dict[str, Any]]:
+        return [e.as_dict() for e in self.of("unstated", row, group)]
+
     def check(self, row: str, group: str, roles: dict[str, Role], dataset: dict[str, Any],
-              cfg: DictConfig) -> list[Finding]:
-        """Every way the point (its roles, dataset source and config) differs from the paper."""
+              cfg: DictConfig, overrides: tuple[str, ...] = ()) -> list[Finding]:
+        """Every way the point (its roles, dataset source and config; ``overrides``: those it
+        was composed with, for the protocol's conditions) differs from the paper."""
         found: list[Finding] = []
+        if self.protocol is not None:
+            found += [Finding(key, text) for key, text in drift(self.protocol, overrides, cfg)]
         claimed = set()
         for e in self.of("models", row, group):
             path = str(e.get("role"))
@@ -149,8 +162,9 @@ def parse_paper(node: Any, rows: set[str], groups: set[str], where: str) -> Pape
     if node is None:
         return None
     where = f"{where}.paper"
-    if not isinstance(node, dict) or set(node) - BLOCKS:
-        raise ConfigError(f"{where}: keys are {', '.join(sorted(BLOCKS))}, got {node!r}")
+    if not isinstance(node, dict) or set(node) - BLOCKS - {"protocol"}:
+        raise ConfigError(f"{where}: keys are {', '.join(sorted(BLOCKS | {'protocol'}))}, got {node!r}")
+    protocol = parse_protocol(node["protocol"], where) if "protocol" in node else None
     entries = []
     for kind in sorted(BLOCKS):
         for i, raw in enumerate(node.get(kind) or []):
@@ -161,7 +175,7 @@ def parse_paper(node: Any, rows: set[str], groups: set[str], where: str) -> Pape
                 raise ConfigError(f"{at}: needs a role (the config path of a model node, e.g. chunker.llm)")
             if kind == "settings" and "key" not in raw:
                 raise ConfigError(f"{at}: needs a key (a config path, e.g. context.budget)")
-            if kind == "deviations" and not (raw.get("why") and (raw.get("role") or raw.get("key") or raw.get("dataset"))):
+            if kind in ("deviations", "unstated") and not (raw.get("why") and (raw.get("role") or raw.get("key") or raw.get("dataset"))):
                 raise ConfigError(f"{at}: needs why, and the role, key or dataset it is about")
             row_globs = _globs(raw.get("rows"))
             group_globs = _globs(raw.get("group") if kind == "datasets" else raw.get("groups"))
@@ -171,4 +185,4 @@ def parse_paper(node: Any, rows: set[str], groups: set[str], where: str) -> Pape
                         raise ConfigError(f"{at}: {axis} {g!r} matches no {axis} of the table ({', '.join(sorted(names))})")
             fields = tuple((k, v) for k, v in raw.items() if k not in ("rows", "groups"))
             entries.append(Entry(kind, fields, row_globs, group_globs))
-    return PaperSetup(tuple(entries))
+    return PaperSetup(tuple(entries), protocol)

@@ -235,6 +235,11 @@ class TableSpec:
         at = self.at(scale, kind, axis.key)
         return (*at.get("overrides", axis.overrides), *at.get("add", ()))
 
+    def protocol_overrides(self, overrides: tuple[str, ...]) -> tuple[str, ...]:
+        """The settings of the paper's protocol (:mod:`.protocol`) that apply to a point of these overrides."""
+        protocol = self.paper.protocol if self.paper else None
+        return protocol.overrides(overrides) if protocol else ()
+
     def runs(self, scale: str) -> list[GridRun]:
         """Every grid point at ``scale``; rows and groups that are ``missing``, and ``aggregate``
         groups, have none."""
@@ -254,7 +259,8 @@ class TableSpec:
                 for swept in points:
                     point = (*x_point, *swept)
                     key = "|".join((row.key, group.key, *point))
-                    out.append(GridRun(key, row.key, group.key, (*base, *point), why, x))
+                    own = (*base, *point)  # the paper's protocol first: the table's own settings win
+                    out.append(GridRun(key, row.key, group.key, (*self.protocol_overrides(own), *own), why, x))
         return out
 
 
