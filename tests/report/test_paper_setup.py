@@ -215,3 +215,12 @@ def test_a_delta_only_where_the_point_is_the_papers_setup(tmp_path):
     assert cells[("fixed", "sample/erec")].diff is None and cells[("lc", "copy/erec")].diff is None
     md = render.markdown(render.Rendered(t, "smoke", cells, []))
     assert "paper 0.5000, Δ +0.2500" in md and "paper 0.5000, not comparable: bundled sample of ohrbench" in md
+
+
+def test_a_run_of_other_questions_than_the_papers_is_not_comparable_unless_declared(tmp_path):
+    """The declared question count is checked against what the run recorded (n_queries)."""
+    paper = table(tmp_path).paper
+    assert paper.questions_differ("fixed", "qasper", 1451.0) == "1451 questions, the paper's 1372"
+    assert paper.questions_differ("fixed", "qasper", 1372.0) == "" and paper.questions_differ("fixed", "qasper", None) == ""
+    declared = '  deviations:\n    - {groups: qasper, key: dataset.questions, why: "the paper does not say which"}\n'
+    assert table(tmp_path / "d", extra=declared).paper.questions_differ("fixed", "qasper", 1451.0) == ""

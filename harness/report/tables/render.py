@@ -242,6 +242,11 @@ def build(spec: TableSpec, uri: str, scale: str, extra: Sequence[str] = ()) -> R
     numbers = {k: v for k, (v, _) in rows.items()}
     points = grid_points(spec, scale)
     why_not = incomparable_by_cell(spec, scale, points)
+    if scale == "full" and spec.paper is not None:  # the run's question count against the paper's
+        for p in spec.runs(scale):
+            if p.key in runs and not why_not.get((p.row, p.group)):
+                why_not[(p.row, p.group)] = spec.paper.questions_differ(
+                    p.row, p.group, runs[p.key].data.metrics.get("n_queries"))
     cells = table_cells(spec, scale, runs, rows, points, why_not)
     series = series_values(spec, uri, scale, runs) if spec.series else {}
     pair_cells, judged = {}, {}

@@ -149,6 +149,15 @@ class PaperSetup:
                 found.append(Finding(key, f"{got!r}, the paper {e.get('value')!r}"))
         return [self._declare(f, row, group) for f in found]
 
+    def questions_differ(self, row: str, group: str, n_queries: float | None) -> str:
+        """Why a run of ``n_queries`` questions is not the paper's dataset ('' when it is, when
+        nothing is declared, or when a ``dataset.questions`` deviation says why)."""
+        declared = [e.get("questions") for e in self.of("datasets", row, group) if e.get("questions")]
+        if n_queries is None or not declared or int(n_queries) == int(declared[0]):
+            return ""
+        finding = self._declare(Finding("dataset.questions", ""), row, group)
+        return "" if finding.declared else f"{int(n_queries)} questions, the paper's {declared[0]}"
+
     def _declare(self, finding: Finding, row: str, group: str) -> Finding:
         for e in self.of("deviations", row, group):
             subject = e.get("role") or e.get("key") or ("dataset" if e.get("dataset") else None)

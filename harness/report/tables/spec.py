@@ -235,16 +235,12 @@ class TableSpec:
         at = self.at(scale, kind, axis.key)
         return (*at.get("overrides", axis.overrides), *at.get("add", ()))
 
-    def protocol_overrides(self, overrides: tuple[str, ...]) -> tuple[str, ...]:
-        """The settings of the paper's protocol (:mod:`.protocol`) that apply to a point of these overrides."""
-        protocol = self.paper.protocol if self.paper else None
-        return protocol.overrides(overrides) if protocol else ()
-
     def runs(self, scale: str) -> list[GridRun]:
         """Every grid point at ``scale``; rows and groups that are ``missing``, and ``aggregate``
         groups, have none."""
         at = self.scales.get(scale, {})
         skips = at.get("skip") or {}
+        protocol = self.paper.protocol if self.paper else None  # the authors' code's settings (.protocol)
         out = []
         for row, group in itertools.product(self.rows, self.groups):
             if row.missing or group.missing or group.aggregate:
@@ -260,7 +256,7 @@ class TableSpec:
                     point = (*x_point, *swept)
                     key = "|".join((row.key, group.key, *point))
                     own = (*base, *point)  # the paper's protocol first: the table's own settings win
-                    out.append(GridRun(key, row.key, group.key, (*self.protocol_overrides(own), *own), why, x))
+                    out.append(GridRun(key, row.key, group.key, (*(protocol.overrides(own) if protocol else ()), *own), why, x))
         return out
 
 
