@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.revision import unpinned_dropped
 from harness.secrets import is_secret_name
 from harness.types import ConfigError
 
@@ -111,9 +112,11 @@ def open_cache(dir: str | os.PathLike) -> "Cache":
 
 def without_services(value: Any) -> Any:
     """A config slice without its cache nodes and its secrets: where the cache lives and the
-    key a server takes are no part of a result, so they stay out of every cache key."""
+    key a server takes are no part of a result, so they stay out of every cache key. A model
+    node's null ``revision`` (the default branch) stays out too, so keys from before the key
+    existed stand (:func:`harness.revision.unpinned_dropped`)."""
     if isinstance(value, dict):
-        return {k: without_services(v) for k, v in value.items()
+        return {k: without_services(v) for k, v in unpinned_dropped(value).items()
                 if not (isinstance(v, dict) and v.get("_target_") == CACHE_TARGET) and not is_secret_name(k)}
     if isinstance(value, list):
         return [without_services(v) for v in value]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.revision import check_local, split_name
 from harness.types import ConfigError, Unavailable
 
 TOKEN_UNITS = ("tokens", "words", "chars", "hichunk_words")
@@ -165,7 +166,7 @@ _TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoke
 
 
 @lru_cache(maxsize=8)
-def _hf_backend(source: str):
+def _hf_backend(source: str, revision: str | None = None):
     from tokenizers import Tokenizer as HFTokenizer
 
     path = Path(resolve_model(source))
@@ -174,7 +175,7 @@ def _hf_backend(source: str):
     else:
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(str(path)).backend_tokenizer
+        tok = AutoTokenizer.from_pretrained(str(path), **({"revision": revision} if revision else {})).backend_tokenizer
     # Counting must see the whole text: the model's own truncation/padding would cap it.
     tok.no_truncation()
     tok.no_padding()
@@ -281,19 +282,24 @@ class Tokenizer:
 
     ``name`` picks the tokenizer for ``unit=tokens``: 'bundled' (the bundled embedder's
     WordPiece), 'cl100k' / 'o200k' (tiktoken's, as Chroma and OpenAI count), a Hub id or a
-    local folder. 'reader' (the run's llm) is resolved by the runner to 'llm:<model>', whose
-    folder :func:`harness.llm.tokens.tokenizer_for` passes as ``path``.
+    local folder; a Hub id pinned to a commit is ``<Hub id>@<revision>``. 'reader' (the run's llm)
+    is resolved by the runner to 'llm:<model>' (``@<revision>`` when the llm is pinned), whose
+    folder and revision :func:`harness.llm.tokens.tokenizer_for` passes as ``path``/``revision``.
     """
 
-    def __init__(self, unit: str = "tokens", name: str = "bundled", path: str | None = None):
+    def __init__(self, unit: str = "tokens", name: str = "bundled", path: str | None = None,
+                 revision: str | None = None):
         if unit not in TOKEN_UNITS:
             raise ConfigError(f"unit must be one of {', '.join(TOKEN_UNITS)}; got {unit!r}")
         self.unit, self.name = unit, name
-        self._source = path or name
+        self._source, self._revision = path or name, revision
         if unit != "tokens":
             return
         if not isinstance(name, str) or not name:
             raise ConfigError(f"tokenizer must be a name ({TOKENIZER_NAMES}); got {name!r}")
+        if path is None:
+            self._source, self._revision = split_name(name, "tokenizer")
+            check_local(self._source, self._revision, f"tokenizer {name!r}: revision")
         if path is None and (name == "reader" or name.startswith("llm:")):
             raise ConfigError(f"tokenizer={name!r} is a language model's: build it with "
                               "harness.llm.tokens.tokenizer_for (python -m harness resolves 'reader')")
@@ -301,14 +307,15 @@ class Tokenizer:
             self._backend()  # fail now, not mid-run, if the tokenizer cannot load
         except OSError as e:  # the Hub's "not found offline": a name that is right but not here
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            pinned = f" --revision {self._revision}" if self._revision else ""
             raise Unavailable(f"tokenizer={self._source!r} cannot be loaded here ({first}); download it "
-                              f"(huggingface-cli download {self._source}) or give a local folder; valid: "
+                              f"(huggingface-cli download {self._source}{pinned}) or give a local folder; valid: "
                               f"{TOKENIZER_NAMES}") from e
         except Exception as e:
             raise ConfigError(f"tokenizer={name!r} could not be loaded ({e}); valid: {TOKENIZER_NAMES}") from e
 
     def _backend(self):
-        return _tiktoken(TIKTOKEN[self.name]) if self.name in TIKTOKEN else _hf_backend(self._source)
+        return _tiktoken(TIKTOKEN[self.name]) if self.name in TIKTOKEN else _hf_backend(self._source, self._revision)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Character span of every unit, in order."""

@@ -20,8 +20,8 @@ import numpy as np
 DPR_ARCHITECTURES = ("DPRContextEncoder", "DPRQuestionEncoder", "DPRReader")
 
 
-def architectures(path: str) -> list[str]:
-    """The ``architectures`` a model folder or Hub id declares in its config.json."""
+def architectures(path: str, revision: str | None = None) -> list[str]:
+    """The ``architectures`` a model folder or Hub id (at ``revision``) declares in its config.json."""
     config = Path(path) / "config.json"
     if config.is_file():
         return json.loads(config.read_text()).get("architectures") or []
@@ -29,27 +29,27 @@ def architectures(path: str) -> list[str]:
         return []
     from transformers import AutoConfig
 
-    return AutoConfig.from_pretrained(path).architectures or []
+    return AutoConfig.from_pretrained(path, revision=revision).architectures or []
 
 
-def is_dpr(path: str) -> bool:
-    return any(a in DPR_ARCHITECTURES for a in architectures(path))
+def is_dpr(path: str, revision: str | None = None) -> bool:
+    return any(a in DPR_ARCHITECTURES for a in architectures(path, revision))
 
 
 class DPREncoder:
     """One DPR encoder (question or context, as its checkpoint declares), batched."""
 
-    def __init__(self, path: str, device: str | None = None):
+    def __init__(self, path: str, device: str | None = None, revision: str | None = None):
         import torch
         import transformers
         from transformers import AutoTokenizer
 
-        arch = next(a for a in architectures(path) if a in DPR_ARCHITECTURES)
+        arch = next(a for a in architectures(path, revision) if a in DPR_ARCHITECTURES)
         if arch == "DPRReader":
             raise ValueError(f"{path} is a DPR reader, not a retrieval encoder")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model = getattr(transformers, arch).from_pretrained(path).to(self.device).eval()
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = getattr(transformers, arch).from_pretrained(path, revision=revision).to(self.device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
         self.max_seq_length = 512  # BERT's limit; the embedder may lower it
 
     def tokenize(self, texts: Sequence[str]):

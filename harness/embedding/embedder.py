@@ -23,7 +23,8 @@ prompt to the query itself) that is what sentence-transformers' ``prompt=`` comp
 ``trust_remote_code`` lets the model's repository run its own modelling code, as Stella's model
 card loads it.
 
-What identifies a vector: the model, ``max_seq_length``, ``pooling``, whether it is normalised
+What identifies a vector: the model (and its ``revision`` when pinned: ``<model>@<commit>``; an
+unpinned one keeps the spelling it had before the key existed), ``max_seq_length``, ``pooling``, whether it is normalised
 and whether the repository's code ran (``trust_remote_code``), plus the exact text it encodes; a
 prefixed text ("query: ...") is another text and so another cache entry. ``trust_remote_code``
 is in the identity because it can change the vectors, not only whether the model loads: for a
@@ -47,6 +48,7 @@ import numpy as np
 
 from harness.cache import Cache, make_key
 from harness.progress import tqdm
+from harness.revision import check_local, check_revision
 from harness.text import resolve_model
 from harness.types import ConfigError
 
@@ -55,18 +57,20 @@ POOLINGS = ("cls", "mean")
 
 
 @lru_cache(maxsize=4)
-def _load_model(path: str, device: str | None, pooling: str | None, trust_remote_code: bool = False):
+def _load_model(path: str, device: str | None, pooling: str | None, trust_remote_code: bool = False,
+                revision: str | None = None):
     from harness.embedding.dpr import DPREncoder, is_dpr
 
-    if is_dpr(path):
-        return DPREncoder(path, device)
+    if is_dpr(path, revision):
+        return DPREncoder(path, device, revision)
     from sentence_transformers import SentenceTransformer
 
+    pinned = {"revision": revision} if revision else {}  # the weights, tokenizer and module configs alike
     if pooling is None:
-        return SentenceTransformer(path, device=device, trust_remote_code=trust_remote_code)
+        return SentenceTransformer(path, device=device, trust_remote_code=trust_remote_code, **pinned)
     from sentence_transformers.models import Pooling, Transformer
 
-    remote = {"trust_remote_code": trust_remote_code}
+    remote = {"trust_remote_code": trust_remote_code, **pinned}
     backbone = Transformer(path, model_kwargs=dict(remote), processor_kwargs=dict(remote), config_kwargs=dict(remote))
     return SentenceTransformer(modules=[backbone, Pooling(backbone.get_embedding_dimension(), pooling)],
                                device=device)
@@ -95,7 +99,8 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model: str = "bundled", batch_size: int = 64, device: str | None = None,
                  max_seq_length: int | None = None, query_prefix: str = "", document_prefix: str = "",
-                 pooling: str | None = None, cache: Cache | None = None, trust_remote_code: bool = False):
+                 pooling: str | None = None, cache: Cache | None = None, trust_remote_code: bool = False,
+                 revision: str | None = None):
         if not isinstance(trust_remote_code, bool):
             raise ConfigError(f"embedder.trust_remote_code must be true or false, got {trust_remote_code!r}")
         for name, prefix in (("query_prefix", query_prefix), ("document_prefix", document_prefix)):
@@ -108,6 +113,8 @@ class SentenceTransformerEmbedder:
         if pooling is not None and pooling not in POOLINGS:
             raise ConfigError(f"embedder.pooling must be one of {', '.join(POOLINGS)} or null, got {pooling!r}")
         check_device(device)
+        self.revision = check_revision(revision, "embedder.revision")
+        check_local(model, self.revision, "embedder.revision")
         self.path = resolve_model(model)
         if (model == "bundled" or model.startswith((".", "/"))) and not Path(self.path).is_dir():
             raise ConfigError(f"embedder.model: no model folder at {self.path}")
@@ -130,7 +137,9 @@ class SentenceTransformerEmbedder:
         # The repository's own code may compute another function than transformers' class of the
         # same model_type (see the module docstring); written only when set, so older keys stand.
         remote = "|remote_code" if self.trust_remote_code else ""
-        return f"{self.model}|max_seq={self.max_seq_length}{pooling}{remote}{solo}"
+        # a pinned commit is other weights than the default branch's (which may move): its own vectors
+        pinned = f"@{self.revision}" if self.revision else ""
+        return f"{self.model}{pinned}|max_seq={self.max_seq_length}{pooling}{remote}{solo}"
 
     def encode(self, texts: Sequence[str], desc: str = "embed", normalize: bool = True) -> np.ndarray:
         """Vectors, one row per text (shape (0, 0) for no texts), L2-normalised unless
@@ -145,7 +154,7 @@ class SentenceTransformerEmbedder:
     def input_lengths(self, texts: Sequence[str]) -> tuple[int, list[int]] | None:
         """The model's input limit and each text's length in its tokens, untruncated (special
         tokens included): what truncation cuts. None for a model without a tokenizer."""
-        m = _load_model(self.path, self.device, self.pooling, self.trust_remote_code)
+        m = _load_model(self.path, self.device, self.pooling, self.trust_remote_code, self.revision)
         limit = self.max_seq_length or _MODEL_MAX_SEQ.setdefault(id(m), getattr(m, "max_seq_length", None))
         tokenizer = getattr(m, "tokenizer", None)
         if tokenizer is None or not limit:
@@ -155,7 +164,7 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: Sequence[str], normalize: bool = True) -> np.ndarray:
         """The model itself, one call for ``texts``."""
-        m = _load_model(self.path, self.device, self.pooling, self.trust_remote_code)
+        m = _load_model(self.path, self.device, self.pooling, self.trust_remote_code, self.revision)
         # The model object is shared by every embedder of the process: set its input limit on
         # every call, this embedder's or the model's own, never leave another embedder's in place
         # (a 512 set by one retriever silently changed the next one's vectors under the same key).

@@ -35,6 +35,8 @@ from typing import Any
 from harness.progress import tqdm
 
 from harness.cache import Cache, make_key
+from harness.llm.bundled import BUNDLED_ID
+from harness.revision import check_local, check_revision
 from harness.types import ConfigError, ServiceError
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
@@ -99,12 +101,15 @@ class LLM(ABC):
     is given to the chat template as ``enable_thinking`` (None: the template's default)."""
 
     def __init__(self, model: str, batch_size: int = 64, cache: Cache | None = None, *,
-                 dtype: str | None = None, quantization: str | None = None, thinking: bool | None = None):
+                 dtype: str | None = None, quantization: str | None = None, thinking: bool | None = None,
+                 revision: str | None = None):
         if batch_size <= 0:
             raise ConfigError(f"llm.batch_size must be > 0, got {batch_size}")
         if thinking is not None and not isinstance(thinking, bool):
             raise ConfigError(f"llm.thinking must be null, true or false, got {thinking!r}")
         self.model = model
+        self.revision = check_revision(revision, "llm.revision")
+        check_local("bundled" if model == BUNDLED_ID else model, self.revision, "llm.revision")
         self.dtype = DTYPE_ALIASES.get(dtype, dtype) if dtype else None
         self.quantization = quantization or None
         self.batch_size = batch_size
@@ -114,8 +119,11 @@ class LLM(ABC):
 
     @property
     def identity(self) -> dict[str, str | None]:
-        """What besides the prompt determines an output: the weights and their precision."""
-        return {"model": self.model, "dtype": self.dtype, "quantization": self.quantization}
+        """What besides the prompt determines an output: the weights and their precision. A pinned
+        commit is other weights (and chat template) than the default branch's; written only when
+        set, so unpinned entries keep their keys."""
+        own = {"model": self.model, "dtype": self.dtype, "quantization": self.quantization}
+        return {**own, "revision": self.revision} if self.revision else own
 
     @property
     def chat_template_kwargs(self) -> dict[str, bool]:

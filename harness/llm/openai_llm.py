@@ -25,6 +25,7 @@ from harness.cache import Cache
 from harness.llm.base import LLM, LLMError, Message, Sampling
 from harness.llm.bundled import BUNDLED_ID, llm_path
 from harness.llm.server import Server, choices, map_on_server
+from harness.revision import split_name
 from harness.types import ConfigError
 
 
@@ -33,15 +34,19 @@ class OpenAILLM(LLM):
                  served_model: str | None = None, tokenizer: str | None = None, dtype: str | None = None,
                  quantization: str | None = None, max_concurrency: int = 8, max_retries: int = 5,
                  timeout: float = 60.0, deadline: float = 300.0, batch_size: int = 256,
-                 cache: Cache | None = None, thinking: bool | None = None):
+                 cache: Cache | None = None, thinking: bool | None = None, revision: str | None = None):
+        # revision: the commit the server's weights are (declared, as dtype is: the cache key), and
+        # the local tokenizer's when it is the model's; another tokenizer is pinned as <id>@<revision>
         super().__init__(BUNDLED_ID if model == "bundled" else model, batch_size, cache, dtype=dtype,
-                         quantization=quantization, thinking=thinking)
+                         quantization=quantization, thinking=thinking, revision=revision)
         self.base_url, self.max_concurrency = base_url, max_concurrency
         # Local servers take any key. Not in `identity`: rotating a key keeps the cache.
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.max_retries, self.timeout, self.deadline = max_retries, timeout, deadline
         self.model_name, self.served_model = model, served_model or model
         self.tokenizer_name = tokenizer or model
+        self.tokenizer_id, self.tokenizer_revision = (split_name(tokenizer, "llm.tokenizer") if tokenizer
+                                                      else (model, self.revision))
         _ = self.server  # a bad setting is refused now, not at the first request
 
     @property
@@ -70,7 +75,8 @@ class OpenAILLM(LLM):
         from transformers import AutoTokenizer
 
         try:
-            return AutoTokenizer.from_pretrained(llm_path(self.tokenizer_name))
+            pinned = {"revision": self.tokenizer_revision} if self.tokenizer_revision else {}
+            return AutoTokenizer.from_pretrained(llm_path(self.tokenizer_id), **pinned)
         except OSError as e:
             raise ConfigError(f"llm.tokenizer: cannot load the tokenizer {self.tokenizer_name!r} "
                               f"(set llm.tokenizer to a local folder or Hub id): {e}") from e

@@ -24,17 +24,19 @@ log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=2)
-def _load(path: str, dtype: str, device: str):
+def _load(path: str, dtype: str, device: str, revision: str | None = None):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     warn_if_emulated(dtype, device)
-    tok = AutoTokenizer.from_pretrained(path)
+    pinned = {"revision": revision} if revision else {}  # the chat template from the weights' commit
+    tok = AutoTokenizer.from_pretrained(path, **pinned)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     # Half precision on a CPU decodes through decode_attention (its docstring says why).
     attention = decode_attention.register() if device == "cpu" and dtype != "float32" else None
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), attn_implementation=attention)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), attn_implementation=attention,
+                                                 **pinned)
     return tok, model.to(device).eval()
 
 
@@ -56,12 +58,12 @@ def _cpu_has_bf16() -> bool:
 class TransformersLLM(LLM):
     def __init__(self, model: str = "bundled", dtype: str = "bfloat16", device: str | None = None,
                  max_model_len: int = 8192, batch_size: int = 8, cache: Cache | None = None,
-                 thinking: bool | None = None):
+                 thinking: bool | None = None, revision: str | None = None):
         if dtype not in ("float32", "bfloat16", "float16"):
             raise ConfigError(f"llm.dtype must be float32, bfloat16 or float16, got {dtype!r}")
         if max_model_len <= 0:
             raise ConfigError(f"llm.max_model_len must be > 0, got {max_model_len}")
-        super().__init__(llm_identity(model), batch_size, cache, dtype=dtype, thinking=thinking)
+        super().__init__(llm_identity(model), batch_size, cache, dtype=dtype, thinking=thinking, revision=revision)
         self.model_name = model  # resolved to a path (converting the bundled model) on first use
         self.max_model_len = max_model_len
         self._device = device
@@ -76,11 +78,11 @@ class TransformersLLM(LLM):
 
     @property
     def tokenizer(self):
-        return _load(llm_path(self.model_name), self.dtype, self.device)[0]
+        return _load(llm_path(self.model_name), self.dtype, self.device, self.revision)[0]
 
     @property
     def _model(self):
-        return _load(llm_path(self.model_name), self.dtype, self.device)[1]
+        return _load(llm_path(self.model_name), self.dtype, self.device, self.revision)[1]
 
     # --- tokens ------------------------------------------------------------------------
 

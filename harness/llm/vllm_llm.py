@@ -21,28 +21,29 @@ from harness.types import ConfigError
 
 @lru_cache(maxsize=1)
 def _engine(path: str, dtype: str, quantization: str | None, tensor_parallel_size: int, max_model_len: int,
-            gpu_memory_utilization: float, enforce_eager: bool, seed: int):
+            gpu_memory_utilization: float, enforce_eager: bool, seed: int, revision: str | None = None):
     try:
         from vllm import LLM as Engine
     except ImportError as e:
         raise ConfigError("llm=vllm needs vLLM: `make setup-gpu` (CUDA) or `make setup-vllm` (CPU build), "
                           f"then run from that environment ({e})") from e
+    # the tokenizer (and its chat template) from the same commit as the weights
     return Engine(model=path, dtype=dtype, quantization=quantization, tensor_parallel_size=tensor_parallel_size,
                   max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
-                  enforce_eager=enforce_eager, seed=seed)
+                  enforce_eager=enforce_eager, seed=seed, revision=revision, tokenizer_revision=revision)
 
 
 class VLLM(LLM):
     def __init__(self, model: str = "bundled", dtype: str = "auto", quantization: str | None = None,
                  tensor_parallel_size: int = 1, max_model_len: int = 8192, gpu_memory_utilization: float = 0.9,
                  enforce_eager: bool = False, batch_size: int = 100_000, seed: int = 0, cache: Cache | None = None,
-                 thinking: bool | None = None):
+                 thinking: bool | None = None, revision: str | None = None):
         if tensor_parallel_size < 1:
             raise ConfigError(f"llm.tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
         if not 0 < gpu_memory_utilization <= 1:
             raise ConfigError(f"llm.gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
         super().__init__(llm_identity(model), batch_size, cache, dtype=dtype, quantization=quantization,
-                         thinking=thinking)
+                         thinking=thinking, revision=revision)
         self.model_name = model  # resolved to a path (converting the bundled model) when the engine starts
         self.max_model_len = max_model_len  # what a prompt plus its reply may hold (HiChunk sizes its window by it)
         self.engine_args = (dtype, quantization, tensor_parallel_size, max_model_len, gpu_memory_utilization,
@@ -50,7 +51,7 @@ class VLLM(LLM):
 
     @property
     def engine(self):
-        return _engine(llm_path(self.model_name), *self.engine_args)
+        return _engine(llm_path(self.model_name), *self.engine_args, self.revision)
 
     @property
     def tokenizer(self):

@@ -30,6 +30,7 @@ from harness.metrics.base import DocumentMetric, QueryMetric
 from harness.respond.responder import LLMResponder
 from harness.retrieval.assemblers import Assembler
 from harness.retrieval.base import Retriever
+from harness.revision import check_node
 from harness.types import ConfigError
 
 
@@ -127,11 +128,15 @@ def build_components(cfg: DictConfig, dataset: bool = True, scale_checks: bool =
     point whose data is not here); ``scale_checks=False`` skips :func:`check_full_scale` (the
     table checks report the same as findings); ``prebuilt``: components given as objects, by
     group (``harness.evaluate(chunker=...)``), in place of building their config."""
-    from harness.pipeline.roles import unread_roles
+    from harness.pipeline.roles import roles, unread_roles
 
     if unread := unread_roles(cfg):
         raise ConfigError(f"{', '.join(unread)}: set, but no component of this run reads it (the chunker "
                           f"or metric it names takes no such model)")
+    for role in roles(cfg).values():  # a bad revision named by its role's path, before anything is built
+        role.check_revisions()
+    if cfg.get("dataset") is not None:
+        check_node(OmegaConf.to_container(cfg.dataset, resolve=True), "dataset")
     if scale_checks:
         check_full_scale(cfg)
     cfg = resolve_reader(cfg)

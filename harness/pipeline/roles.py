@@ -22,12 +22,15 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from harness.revision import check_node, short
+
 # the groups whose components take models; `llm` and `embedder` are templates the roles point at
 COMPONENT_GROUPS = ("chunker", "retriever", "context", "responder", "metrics")
 # `${llm}`, or `${oc.select:roles.<path>,${llm}}`: the run's model unless the role has its own
 FOLLOWS = re.compile(r"^\$\{(?:oc\.select:(roles\.[\w.]+),\$\{(llm|embedder)\}|(llm|embedder))\}$")
 BUNDLED = "bundled"
 SKIPPED_SETTINGS = ("_target_", "cache")
+REVISION_KEYS = ("revision", "query_revision", "passage_revision")
 
 
 @dataclass(frozen=True)
@@ -37,16 +40,29 @@ class Role:
     model: str                 # a Hub id, a local folder, or "bundled" (the CPU model a package ships)
     backend: str               # the class that runs it
     follows: str | None = None  # "llm" / "embedder": the run's own (an interpolation), else None
-    settings: dict[str, Any] = field(default_factory=dict)  # the node's other scalar keys
+    settings: dict[str, Any] = field(default_factory=dict)  # the node's other scalar keys (a revision: when set)
 
     @property
     def bundled(self) -> bool:
         return BUNDLED in self.model.split(" | ")
 
+    @property
+    def pinned(self) -> str:
+        """The model with its pinned revision(s) as ``@<first 7>``: a dual encoder's side by side."""
+        get = self.settings.get
+        if self.kind == "encoder" and " | " in self.model:
+            query, passage = self.model.split(" | ")
+            return f"{query}{short(get('query_revision'))} | {passage}{short(get('passage_revision'))}"
+        return self.model + short(get("revision"))
+
     def describe(self) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in sorted(self.settings.items())
                           if k in ("quantization", "thinking", "dtype") and v is not None)
-        return self.model + (f" ({extra})" if extra else "") + (f" [the run's {self.follows}]" if self.follows else "")
+        return self.pinned + (f" ({extra})" if extra else "") + (f" [the run's {self.follows}]" if self.follows else "")
+
+    def check_revisions(self) -> None:
+        """Each revision key of the role a Hub revision: else one ConfigError line naming the role's key."""
+        check_node(self.settings, self.path)
 
 
 @lru_cache(maxsize=None)
@@ -84,7 +100,9 @@ def _role(path: str, node: dict[str, Any], follows: str | None) -> Role | None:
             return None
     else:
         model = node.get("model")
-    settings = {k: v for k, v in node.items() if k not in SKIPPED_SETTINGS and not isinstance(v, (dict, list))}
+    # an unpinned revision is no setting (explain lists what is set; the paper's checks compare set keys)
+    settings = {k: v for k, v in node.items() if k not in SKIPPED_SETTINGS and not isinstance(v, (dict, list))
+                and not (k in REVISION_KEYS and v is None)}
     return Role(path, kind, str(model), str(target).rsplit(".", 1)[-1], follows, settings)
 
 

@@ -43,6 +43,7 @@ import numpy as np
 from harness.cache import Cache
 from harness.retrieval.base import Retriever
 from harness.embedding.embedder import SentenceTransformerEmbedder
+from harness.revision import check_local, check_revision
 from harness.types import Chunk, ConfigError, Query
 
 # faiss logs at INFO which instruction set it loaded (and a failed AVX2 probe); not a user's concern.
@@ -56,6 +57,28 @@ IVF_MIN_PER_LIST = 39  # faiss's k-means warns below 39 training vectors per cen
 SEARCH_ROWS = 1024
 
 
+def _revisions(model, query_model, passage_model, revision, query_revision, passage_revision):
+    """(query side's, passage side's) revision, each checked in one line naming its key:
+    ``revision`` pins ``model`` (both sides), ``query_revision``/``passage_revision`` a dual
+    encoder's two repositories."""
+    revision = check_revision(revision, "retriever.revision")
+    sides = check_revision(query_revision, "retriever.query_revision"), check_revision(
+        passage_revision, "retriever.passage_revision")
+    if model:
+        if any(sides):
+            raise ConfigError("retriever.query_revision/passage_revision pin a dual encoder's two models; "
+                              "retriever.model is one: set retriever.revision")
+        check_local(model, revision, "retriever.revision")
+        return revision, revision
+    if revision:
+        raise ConfigError("retriever.revision pins retriever.model; a dual encoder (query_model, passage_model) "
+                          "is pinned by retriever.query_revision and retriever.passage_revision")
+    for key, name, rev in (("query_revision", query_model, sides[0]), ("passage_revision", passage_model, sides[1])):
+        if name:
+            check_local(name, rev, f"retriever.{key}")
+    return sides
+
+
 class DenseRetriever(Retriever):
     def __init__(self, embedder: SentenceTransformerEmbedder | None = None, model: str | None = None,
                  query_model: str | None = None, passage_model: str | None = None, query_prefix: str = "",
@@ -63,7 +86,8 @@ class DenseRetriever(Retriever):
                  similarity: str = "cosine", batch_size: int = 64, device: str | None = None,
                  cache: Cache | None = None, scope: str = "document", top_k: int = 100, use_gpu: bool = True,
                  index: str = "flat", nprobe: int = 16, ivf_lists: int | None = None, hnsw_m: int = 16,
-                 ef_construction: int = 100, ef_search: int = 50):
+                 ef_construction: int = 100, ef_search: int = 50, revision: str | None = None,
+                 query_revision: str | None = None, passage_revision: str | None = None):
         super().__init__(scope, top_k)
         if similarity not in SIMILARITIES:
             raise ConfigError(f"retriever.similarity must be one of {', '.join(SIMILARITIES)}; got {similarity!r}")
@@ -79,23 +103,26 @@ class DenseRetriever(Retriever):
             if not isinstance(embedder, SentenceTransformerEmbedder):
                 raise ConfigError(f"retriever.embedder must build an embedder (embedder: ${{embedder}}); "
                                   f"got {embedder!r}")
-            if model or query_model or passage_model:
-                raise ConfigError("retriever.embedder and retriever.model/query_model/passage_model are "
-                                  "alternatives: set one of them")
+            if model or query_model or passage_model or revision or query_revision or passage_revision:
+                raise ConfigError("retriever.embedder and retriever.model/query_model/passage_model (and their "
+                                  "revisions: the embedder's is embedder.revision) are alternatives: set one of them")
             self.query_embedder = self.embedder = embedder
             self.query_prefix, self.passage_prefix = embedder.query_prefix, embedder.document_prefix
         else:
+            query_revision, passage_revision = _revisions(model, query_model, passage_model, revision,
+                                                          query_revision, passage_revision)
             query_model, passage_model = (model, model) if model else (query_model, passage_model)
             if not (query_model and passage_model):
                 raise ConfigError("retriever.model (one encoder) or both retriever.query_model and "
                                   "retriever.passage_model (a dual encoder) must be set")
 
-            def encoder(name: str) -> SentenceTransformerEmbedder:
+            def encoder(name: str, rev: str | None) -> SentenceTransformerEmbedder:
                 return SentenceTransformerEmbedder(name, batch_size, device, max_seq_length, pooling=pooling,
-                                                   cache=cache)
+                                                   cache=cache, revision=rev)
 
-            self.embedder = encoder(passage_model)  # passages (both sides unless a dual encoder)
-            self.query_embedder = self.embedder if query_model == passage_model else encoder(query_model)
+            self.embedder = encoder(passage_model, passage_revision)  # passages (both sides unless a dual encoder)
+            self.query_embedder = (self.embedder if (query_model, query_revision) == (passage_model, passage_revision)
+                                   else encoder(query_model, query_revision))
             self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.similarity, self.use_gpu = similarity, use_gpu
 

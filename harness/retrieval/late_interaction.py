@@ -24,12 +24,13 @@ import numpy as np
 from harness.cache import Cache, make_key
 from harness.retrieval.base import Retriever, top_k
 from harness.embedding.embedder import cached_batches
+from harness.revision import check_local, check_revision
 from harness.text import resolve_model
 from harness.types import Chunk, ConfigError, Query
 
 
 @lru_cache(maxsize=2)
-def _load_encoder(model: str, device: str | None, document_length: int | None):
+def _load_encoder(model: str, device: str | None, document_length: int | None, revision: str | None = None):
     from sentence_transformers import MultiVectorEncoder
     from sentence_transformers.base.modules import Normalize, Transformer
     from sentence_transformers.multi_vector_encoder.modules import MultiVectorMask
@@ -38,7 +39,7 @@ def _load_encoder(model: str, device: str | None, document_length: int | None):
         backbone = Transformer(resolve_model(model), document_length=document_length)
         return MultiVectorEncoder(modules=[backbone, MultiVectorMask(),
                                            Normalize(module_input_name="token_embeddings")], device=device)
-    encoder = MultiVectorEncoder(model, device=device)
+    encoder = MultiVectorEncoder(model, device=device, **({"revision": revision} if revision else {}))
     if document_length is not None:  # else the checkpoint's own (doc_maxlen 180 for colbertv2.0)
         encoder[0].document_length = document_length
     return encoder
@@ -47,8 +48,10 @@ def _load_encoder(model: str, device: str | None, document_length: int | None):
 class LateInteractionRetriever(Retriever):
     def __init__(self, model: str = "colbert-ir/colbertv2.0", document_length: int | None = None,
                  batch_size: int = 32, device: str | None = None, cache: Cache | None = None,
-                 scope: str = "document", top_k: int = 100):
+                 scope: str = "document", top_k: int = 100, revision: str | None = None):
         super().__init__(scope, top_k)
+        self.revision = check_revision(revision, "retriever.revision")
+        check_local(model, self.revision, "retriever.revision")
         if batch_size <= 0:
             raise ConfigError(f"retriever.batch_size must be > 0, got {batch_size}")
         if document_length is not None and document_length <= 0:
@@ -58,14 +61,14 @@ class LateInteractionRetriever(Retriever):
 
     @property
     def identity(self) -> str:
-        return f"{self.model}|doc_len={self.document_length}"
+        return f"{self.model}{'@' + self.revision if self.revision else ''}|doc_len={self.document_length}"
 
     def encode(self, texts: Sequence[str], side: str) -> list[np.ndarray]:
         """One (tokens, dim) matrix per text; ``side`` is ``query`` or ``document``."""
         keys = [make_key("token_embeddings", self.identity, side, t) for t in texts]
 
         def compute(batch: list[str]) -> list[np.ndarray]:
-            encoder = _load_encoder(self.model, self.device, self.document_length)
+            encoder = _load_encoder(self.model, self.device, self.document_length, self.revision)
             run = encoder.encode_query if side == "query" else encoder.encode_document
             return [m.float().cpu().numpy() for m in run(batch, batch_size=self.batch_size, show_progress_bar=False)]
 
