@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup spacy run test test-fast models bench bench-scale reproduce-tables challenge clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster
+.PHONY: setup spacy run test test-fast models bench bench-scale reproduce-tables challenge clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster site chromium
 
 setup: $(STAMP)
 
@@ -103,8 +103,20 @@ run: setup
 # for torch. TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
 XDIST := -n $(TEST_WORKERS) --dist worksteal
-test: setup
+test: setup chromium
 	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
+
+# The site's browser test (tests/report/test_site.py) drives Debian's chromium headless; as root with apt-get
+# it is installed when missing (about 100 MB, 20 s), otherwise that test skips and says why.
+chromium:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || \
+		  { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends chromium >/dev/null; }; }; } || \
+		echo "the site's browser test skips without chromium: sudo apt-get install chromium"
+
+# results/ as a static site that opens from disk (harness/report/site): results/site/index.html.
+site: setup
+	$(BIN)/chunkbench site $(SITE_ARGS)
 
 # The edit loop: everything but the end-to-end runs (marked `slow`); `make test` runs them too.
 test-fast: setup

