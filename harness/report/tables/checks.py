@@ -304,7 +304,8 @@ def explain_text(records: list[dict[str, Any]]) -> str:
     for r in records:
         lines.append(f"{r['point']}  [{r['status']}]")
         for path, model in r["roles"].items():
-            lines.append(f"    role {path}: {model}")
+            rev = r["role_settings"].get(path, {}).get("revision")
+            lines.append(f"    role {path}: {model}" + (f"@{rev[:7]}" if rev else ""))
         if r["dataset"]:
             d = r["dataset"]
             lines.append(f"    dataset: {d.get('name')} ({d.get('source')}: {d.get('path')})")
