@@ -10,7 +10,10 @@
   (MC-indexing's chunkings); ``count=union`` measures the covered share instead, which stays
   <= 1 for overlapping chunkers (sliding windows). ``selection=multi_view`` takes MC-indexing's
   multi-view top k (App. E: top k' ~ 2k/3 content chunks per view, deduplicated union), the
-  same chunks ``context=multi_view`` gives. ``selection=tree_traversal`` takes the k leaves of
+  same chunks ``context=multi_view`` gives; ``view_k=k`` takes k per view instead, which with one
+  view in ``views`` is App. C.4's single-view baseline ("we utilize only a single view from
+  raw-text, keywords, and summary views for retrieval"): the top k sections by their keyword or
+  summary view alone. ``selection=tree_traversal`` takes the k leaves of
   RAPTOR's tree traversal at each k (App. C.2; chunker=raptor, as ``context=raptor`` gives them).
   ``k_factor`` takes that many chunks per unit of k (k drawn first), as ``context=atomic_plus``
   does for MC-indexing's "Atomic Unit: Plus" (App. C.3: 4 times the atomic chunks on WikiWeb2M,
@@ -53,6 +56,7 @@ from harness.tree_search import TopLayers, tree_traversal
 from harness.types import Chunk, ConfigError, Span
 
 SELECTION = ("rank", "multi_view", "tree_traversal")
+VIEW_K = ("two_thirds", "k")   # multi_view: k' = round(2k/3) per view (App. E), or k (one view alone, App. C.4)
 COUNT = ("sum", "union")
 CREDIT = ("held", "any")
 
@@ -95,8 +99,12 @@ class AnswerScopeRecall(RankedMetric):
 
     def __init__(self, ks: Sequence[float] = (1.5, 3, 5, 10), seed: int = 0,
                  count: str = "sum", selection: str = "rank", views: Sequence[str] | None = None,
-                 k_factor: int = 1, credit: str = "held"):
+                 k_factor: int = 1, credit: str = "held", view_k: str = "two_thirds"):
         super().__init__(ks, fractional=True, credit=credit)
+        if view_k not in VIEW_K:
+            raise ConfigError(f"view_k must be one of {', '.join(VIEW_K)}; got {view_k!r}")
+        if view_k == "k" and selection != "multi_view":
+            raise ConfigError(f"view_k=k applies to selection=multi_view only; got selection={selection!r}")
         self.k_factor = check_k_factor(k_factor, "k_factor")
         if count not in COUNT:
             raise ConfigError(f"count must be one of {', '.join(COUNT)}; got {count!r}")
@@ -110,7 +118,7 @@ class AnswerScopeRecall(RankedMetric):
         if self.k_factor > 1 and selection != "rank":
             raise ConfigError(f"k_factor applies to selection=rank only; got k_factor={k_factor} with "
                               f"selection={selection!r}")
-        self.seed, self.count, self.selection = seed, count, selection
+        self.seed, self.count, self.selection, self.view_k = seed, count, selection, view_k
         self.views = tuple(views) if views is not None else None
         self._top: tuple[int, TopLayers] | None = None
 
@@ -119,7 +127,7 @@ class AnswerScopeRecall(RankedMetric):
 
     def top(self, item: QueryEval, k: float, ranked: list[Chunk]) -> list[Chunk]:
         if self.selection == "multi_view":  # k' ~ 2k/3 per view, as context=multi_view takes them
-            k_view = k_for(max(1, round(2 * k / 3)), item.query.qid, self.seed)
+            k_view = k_for(k if self.view_k == "k" else max(1, round(2 * k / 3)), item.query.qid, self.seed)
             return item.credited(dedupe_contained(merge_views(item.context.ranking, k_view, self.views),
                                                   item.chunks_by_id), self.credit)
         if self.selection == "tree_traversal":

@@ -35,13 +35,15 @@ EXPECTED = {
     "local": (("path",), "path", None),
     "wikiweb2m": (("path",), "path", None),
     "chroma": (("bundled", "path"), "bundled", None),
+    "conditionalqa": (("bundled", "path"), "path", None),
 }
 # a fragment of each loader's how_to_get(), which the error for a missing path carries
 HOW = {"gutenqa": "gutenqa_chunks.parquet", "ohrbench": "OHR-Bench", "crud": "CRUD_RAG",
        "hchemsafety": "HChemSafety/", "multifieldqa_zh": "data.zip", "omnieval": "FlashRAG",
        "qasper": "qasper-test-v0.3.json", "longbench": "data.zip", "ragbench": "huggingface-cli",
        "beir_stitched": "scifact.zip", "nq": "jsonl.gz", "hicbench": "HiChunk's layout",
-       "local": "documents.jsonl", "wikiweb2m": "TensorFlow", "chroma": "general_evaluation_data"}
+       "local": "documents.jsonl", "wikiweb2m": "TensorFlow", "chroma": "general_evaluation_data",
+       "conditionalqa": "haitian-sun/ConditionalQA"}
 
 
 def _node(name: str, *overrides: str) -> dict:

@@ -87,6 +87,24 @@ def test_multi_view_selection_takes_two_thirds_k_per_view():
     assert mv == pytest.approx(2 / 3)
 
 
+def test_one_view_alone_takes_k_of_that_view():
+    """MC-indexing App. C.4's Keywords / Summary rows: the sections ranked by one view alone, top k;
+    the text view (ranked first here) does not count."""
+    chunks = THREE + [Chunk(f"c{i}/kw", "d", "kw", 10 * i, 10 * i + 10, parent_id=f"c{i}", view="keywords")
+                      for i in range(3)]
+    item = scope_eval([(0, 10), (20, 30)], ["c1", "c2/kw", "c0", "c1/kw", "c2", "c0/kw"], chunks)
+    alone = AnswerScopeRecall(ks=[1, 2, 3], selection="multi_view", views=["keywords"], view_k="k")(item)
+    # the keyword view ranks c2, c1, c0: scope [0,10) + [20,30), half each
+    assert alone == pytest.approx({"scope_recall_at_1": 0.5, "scope_recall_at_2": 0.5, "scope_recall_at_3": 1.0})
+    # with two thirds of k per view, k = 2 would take one keyword hit only
+    two_thirds = AnswerScopeRecall(ks=[3], selection="multi_view", views=["keywords"])(item)
+    assert two_thirds["scope_recall_at_3"] == pytest.approx(0.5)
+    with pytest.raises(ConfigError, match="view_k must be one of two_thirds, k"):
+        AnswerScopeRecall(selection="multi_view", view_k="all")
+    with pytest.raises(ConfigError, match="view_k=k applies to selection=multi_view only"):
+        AnswerScopeRecall(view_k="k")
+
+
 def test_scope_recall_edge_cases():
     assert all(math.isnan(v) for v in AnswerScopeRecall()(scope_eval([], ["c0"])).values())
     assert AnswerScopeRecall(ks=[3])(scope_eval([(0, 5)], []))["scope_recall_at_3"] == 0.0

@@ -89,3 +89,26 @@ def test_mc_indexing_tables_are_the_papers_experiments_at_full_scale(t):
         assert p.dataset["source"] in ("hub", "path")
         assert not any(r.bundled for r in p.roles.values())
     assert t.paper is not None and t.paper.of("datasets", t.rows[0].key, t.groups[0].key)
+
+
+def test_the_single_view_rows_of_table_2_retrieve_by_one_view_alone():
+    """App. C.4's Content-aware Keywords and Summary rows: MC-indexing's views (computed once, the same
+    chunker as its rows), the sections ranked by one view alone, top k (metrics.scope_recall.view_k=k);
+    the sparse retrievers index each view apart, the dense ones rank every chunk (each scored alone)."""
+    t = table("mc_indexing/table2")
+    for scale in ("full", "smoke"):
+        points = [p for p in t.runs(scale) if p.row.endswith(("_keywords", "_summary")) and not p.skip]
+        assert {retriever_of(p.row) for p in points} == set(RETRIEVERS) - ({"bge", "gte"} if scale == "smoke" else set())
+        for point in points:
+            view = "llm_keywords" if point.row.endswith("_keywords") else "summary"
+            cfg = grid.compose(t, point, scale)
+            mc = grid.compose(t, next(p for p in t.runs(scale) if p.key == point.key.replace(
+                point.row, f"{retriever_of(point.row)}_mc")), scale)
+            assert cfg.chunker == mc.chunker   # the views are MC-indexing's, chunked once
+            sr = cfg.metrics.scope_recall
+            assert (sr.selection, list(sr.views), sr.view_k) == ("multi_view", [view], "k"), point.key
+            assert list(cfg.context.views) == [view] and cfg.context.k_per_view == cfg.context.k
+            if retriever_of(point.row) in ("tfidf", "bm25"):
+                assert cfg.retriever.view_index == "per_view"
+            else:
+                assert cfg.retriever.top_k >= 100000
