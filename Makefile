@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup spacy run test test-fast models bench bench-scale reproduce-tables challenge clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster site chromium
+.PHONY: setup spacy run test test-fast models bench bench-scale reproduce-tables challenge leaderboard clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster site chromium
 
 setup: $(STAMP)
 
@@ -142,6 +142,13 @@ ARGS ?=
 challenge: setup
 	@if [ -z "$(CHUNKER)" ]; then echo "make challenge CHUNKER=path/to/file.py:Class (or a chunker config, or package.module:Class)"; exit 2; fi
 	$(BIN)/chunkbench challenge "$(CHUNKER)" $(ARGS) --tables "$(TABLES)" --scale $(SCALE) $(TABLES_ARGS)
+
+# The chunking leaderboard (docs/leaderboard.md): every non-LLM chunker on the suite configs/suite/$(SUITE).yaml,
+# the points the record lacks run first -> results/leaderboard/. LEADERBOARD_ARGS="--chunkers 'fixed*' --datasets covidqa".
+SUITE ?= leaderboard
+LEADERBOARD_ARGS ?=
+leaderboard: setup
+	$(BIN)/chunkbench leaderboard --suite $(SUITE) $(LEADERBOARD_ARGS)
 
 # Browse the local store (mlruns.db) at http://127.0.0.1:$(MLFLOW_UI_PORT) (another port:
 # make mlflow-ui MLFLOW_UI_PORT=5001). One uvicorn worker and MLflow's job runner off (its

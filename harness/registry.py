@@ -22,7 +22,8 @@ from harness.types import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PRIMARY = "config"  # configs/config.yaml: the run's config; every folder beside it is a group
-NOT_GROUPS = ("tables", "hardware")  # folders of the table tools' own files (paper tables, hardware for `tables plan`)
+# folders of other tools' own files (paper tables, hardware for `tables plan`, the leaderboard's suites)
+NOT_GROUPS = ("tables", "hardware", "suite")
 
 # The context assembler each chunker is meant for, where it is not the default `budget`; the
 # chunker configs say the same in prose ("Pair with context=..."), which a test checks. It

