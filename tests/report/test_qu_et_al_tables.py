@@ -14,12 +14,9 @@ STELLA = ("dunzhang/stella_en_1.5B_v5", True,
           "Instruct: Given a web search query, retrieve relevant passages that answer the query.\nQuery: ")
 EMBEDDER = {"qu_et_al/table10": ("BAAI/bge-large-en-v1.5", False, "Represent this sentence for searching relevant passages: "),
             "qu_et_al/table11": ("sentence-transformers/all-mpnet-base-v2", False, "")}
-# runs (not skipped) at smoke scale, as before the paper: blocks and embedder configs; Tables 3 and 7's
-# ConditionalQA column runs at smoke scale too (3 points each), needing its data: their smoke block,
-# which another change owns, has no skip line for it yet
-SMOKE_NEEDS_DATA = {"qu_et_al/table3": "conditionalqa", "qu_et_al/table7": "conditionalqa"}
+# runs (not skipped) at smoke scale, as before the paper: blocks and embedder configs
 SMOKE_RUNS = {"qu_et_al/figure2": 45, "qu_et_al/figure3": 0, "qu_et_al/figure4": 10, "qu_et_al/figure5": 18,
-              "qu_et_al/table1": 0, "qu_et_al/table2": 0, "qu_et_al/table3": 6, "qu_et_al/table7": 6,
+              "qu_et_al/table1": 0, "qu_et_al/table2": 0, "qu_et_al/table3": 3, "qu_et_al/table7": 3,
               "qu_et_al/table8": 73, "qu_et_al/table9": 73, "qu_et_al/table10": 0, "qu_et_al/table11": 0}
 
 
@@ -76,9 +73,6 @@ def test_smoke_scale_is_the_bundled_minilm_on_the_same_grid(t):
         if point.skip:
             continue
         check = checks.check_point(t, point, "smoke")
-        if point.group == SMOKE_NEEDS_DATA.get(t.id):
-            assert check.status == "needs data", (point.key, check.status, check.problems)
-            continue
         assert check.status == "ok", (point.key, check.problems)
         assert {r.model for path, r in check.roles.items() if path.endswith("embedder")} == {"bundled"}
 
@@ -123,7 +117,7 @@ def test_the_conditionalqa_column_composes_at_both_scales(t):
     entry = next(e for e in t.paper.entries if e.kind == "datasets" and e.get("group") == "conditionalqa")
     assert entry.get("documents") == 652 and entry.get("config")["split"] == "dev"
     smoke_skip = t.scales["smoke"].get("skip") or {}
-    assert t.id in SMOKE_NEEDS_DATA or "documents.json" in smoke_skip["conditionalqa"]
+    assert "documents.json" in smoke_skip["conditionalqa"]
     for scale in ("full", "smoke"):
         points = [p for p in t.runs(scale) if p.group == "conditionalqa"]
         assert points, scale
