@@ -212,7 +212,7 @@ def test_section_segments_pick_the_innermost_section():
      "chunker.overlap must be < chunker.size (got overlap=200, size=200)"),
     (lambda: FixedSizeChunker(overlap=-1), "chunker.overlap must be an integer >= 0 (got overlap=-1)"),
     (lambda: FixedSizeChunker(unit="lines"),
-     "chunker.unit must be one of tokens, words, chars (got unit='lines')"),
+     "chunker.unit must be one of tokens, words, chars, hichunk_words (got unit='lines')"),
     (lambda: FixedSizeChunker(tokenizer="/no/such/tokenizer"), "chunker.tokenizer"),
     (lambda: SentenceChunker(size=0), "chunker.size"),
     (lambda: SentenceChunker(overlap_sentences=-1), "chunker.overlap_sentences must be an integer >= 0"),

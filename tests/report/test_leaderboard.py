@@ -90,7 +90,7 @@ def test_covidqa_is_bundled_and_read_as_the_bundled_source():
 def test_select_keeps_the_contenders_and_datasets_named():
     s = suite.load("leaderboard")
     part = suite.select(s, "fixed,chonkie_*@128", "covid*,chroma")
-    assert [c.key for c in part.contenders] == ["fixed@128", "fixed@512", "chonkie_token@128", "chonkie_sentence@128",
+    assert [c.key for c in part.contenders] == ["fixed@128", "fixed@512", "chonkie_tokens@128", "chonkie_sentence@128",
                                                 "chonkie_recursive@128", "chonkie_semantic@128"]
     assert [d.key for d in part.datasets] == ["covidqa", "chroma"]
     with pytest.raises(ConfigError, match="matches no contender"):
