@@ -51,8 +51,12 @@ def lines(todo: Sequence[Challenged], missing: Mapping[str, list[GridRun]], scal
                    f"baselines: {len(base) - len(todo_base)} read from the record, {len(todo_base)} to run"
                    + (f" ({llm} calling an LLM)" if llm else "") + f"; {estimate}")
     left_out = sorted({label for t in todo for label in t.left_out})
-    out.append(f"plan: {len(todo)} table(s), about {_minutes(total)} of CPU time at the tables' mean seconds a point"
-               + (f" (and the unknown time of {', '.join(unknown)})" if unknown else "")
+    if len(unknown) == len(todo):  # nothing to estimate from: say so rather than "about 0 s"
+        head = f"plan: {len(todo)} table(s), no estimate (no recorded timing for {', '.join(unknown)})"
+    else:
+        head = (f"plan: {len(todo)} table(s), about {_minutes(total)} of CPU time at the tables' mean seconds a point"
+                + (f" (and the unknown time of {', '.join(unknown)})" if unknown else ""))
+    out.append(head
                + (f"; {llm_all} baseline point(s) call an LLM and take far longer than a table's mean: "
                   f"--no-llm-baselines leaves them out" if llm_all else "")
                + (f"; left out by --no-llm-baselines: {', '.join(left_out)}" if left_out else ""))
