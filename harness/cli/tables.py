@@ -123,8 +123,12 @@ def render_tables(specs, args: argparse.Namespace, cfg, extra: list[str]) -> Non
         # the index keeps the rows of the tables not rendered now as it holds them (a new table: from the record)
         held = index.load(out, args.scale)
         done = {t.spec.id for t in built}
-        built += [render.build(s, uri, args.scale, extra) for s in spec.all_specs(skip_broken=warn)
-                  if s.id not in done and s.id not in held]
+        for s in spec.all_specs(skip_broken=warn):
+            if s.id not in done and s.id not in held:
+                try:
+                    built.append(render.build(s, uri, args.scale, extra))
+                except ConfigError as e:  # another table's points need not compose under this --set
+                    warn(str(e))
         plots = pareto.write(uri, args.scale, out)
         print(f"{len(plots)} quality-vs-cost plot(s) -> {out / 'pareto'}")
         everyone = costs.computed(table_runs(uri, args.scale))
@@ -134,7 +138,7 @@ def render_tables(specs, args: argparse.Namespace, cfg, extra: list[str]) -> Non
 def warn(problem: str) -> None:
     """A table file that does not load is left out of the index, said in one line: the tables
     asked for are rendered all the same (asking for it, or `tables validate`, fails on it)."""
-    print(f"chunkbench: warning: {problem}; left out of the index", file=sys.stderr)
+    print(f"chunkbench: warning: {problem.rstrip('.')}; left out of the index", file=sys.stderr)
 
 
 def check_out(out: Path, name: str) -> None:

@@ -114,3 +114,30 @@ def test_a_write_that_fails_midway_is_one_line_and_keeps_what_was_written(tables
     assert e.value.code == 2 and err.count("\n") == 1, err
     assert err.startswith(f"chunkbench: error: writing {work / 'out' / 'index.json'} failed (No space left on device)")
     assert (work / "out" / "lgmgc" / "table1.md").is_file()
+
+
+def test_tables_that_do_not_compose_under_the_set_are_left_out_of_the_index(tmp_path, monkeypatch, capsys):
+    """`tables render --tables X --set retriever=bm25`: X renders; the index's other tables are built
+    under the same overrides, and one whose points cannot take them (MC-indexing's TF-IDF rows set
+    retriever.sublinear_tf: "Could not override" once the record holds a run of theirs) is left out
+    of the index in one warning line, not a failed render."""
+    from harness import cli
+    from harness.pipeline.store import open_store
+    from harness.report.tables import render
+    from harness.types import ConfigError
+
+    build = render.build
+
+    def composes_only_lgmgc(s, *args):
+        if s.id.startswith("mc_indexing/"):
+            raise ConfigError(f"table {s.id} (tfidf_mc|nq): Could not override 'retriever.sublinear_tf'.")
+        return build(s, *args)
+
+    monkeypatch.setattr(render, "build", composes_only_lgmgc)
+    open_store(f"sqlite:///{tmp_path / 's.db'}")
+    cli.main(["tables", "render", "--tables", "lgmgc/table1", "--set", "retriever=bm25", "--out", str(tmp_path / "out"),
+              "--uri", f"sqlite:///{tmp_path / 's.db'}"])
+    said = capsys.readouterr()
+    warned = [line for line in said.err.splitlines() if line.startswith("chunkbench: warning: table mc_indexing/")]
+    assert warned and all(line.endswith("'retriever.sublinear_tf'; left out of the index") for line in warned)
+    assert (tmp_path / "out" / "lgmgc" / "table1.md").is_file() and (tmp_path / "out" / "README.md").is_file()
