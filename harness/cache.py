@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.files import not_regular
 from harness.revision import unpinned_dropped
 from harness.secrets import is_secret_name
 from harness.types import ConfigError
@@ -193,6 +194,9 @@ class Cache:
     def _read(self, namespace: str, key: str) -> bytes | None:
         """The entry's bytes, or None; counts a hit or a miss for ``namespace``."""
         path = self._path(namespace, key)
+        if (kind := not_regular(path)) and kind != "a folder":  # reading /dev/zero never ends, a FIFO blocks
+            raise ConfigError(f"cache entry {path} is {kind}, not a file the cache wrote: remove it "
+                              f"(cache.dir={self.dir})")
         try:
             data = path.read_bytes()
         except FileNotFoundError:

@@ -16,7 +16,7 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "harness"
 STAGES = ("chunking", "retrieval", "embedding", "llm", "metrics", "data", "respond")
-GROUND = ("types", "revision", "text", "sentence_splitters", "cache", "statistics", "hierarchy", "tree_search",
+GROUND = ("types", "files", "revision", "text", "sentence_splitters", "cache", "statistics", "hierarchy", "tree_search",
           "aggregation")
 LLM_BACKENDS = ("harness.llm.transformers_llm", "harness.llm.vllm_llm", "harness.llm.openai_llm",
                 "harness.llm.bundled")

@@ -29,13 +29,17 @@ be exported once and re-read without its original loader.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness.data.align import AlignmentReport, align_evidence
 from harness.data.base import Dataset, DatasetLoader, Read, query_doc_ids
+from harness.data.evidence_checks import CUT, NO_EVIDENCE, WHITESPACE, cut_spans, whitespace_only
+from harness.data.languages import language_problem
 from harness.data.rows import WHOLE_ROW, RowFields, read_rows
+from harness.files import not_regular
 from harness.types import ConfigError, DataError, Document, Query, Section, Span
 
 # Evidence that older files kept in a query's meta (see the module docstring).
@@ -51,9 +55,12 @@ def parse_document(f: RowFields) -> Document:
             end=f.get("end", int, source=s, label=f"{at}.end"),
             level=f.get("level", int, source=s, label=f"{at}.level"),
             title=f.get("title", str, "", source=s, label=f"{at}.title")))
+    language = f.get("language", str, "en")
+    if problem := language_problem(language):
+        raise f.error("language", problem)
     return Document(
         doc_id=f.get("doc_id", str), text=f.get("text", str), title=f.get("title", str, ""),
-        sections=tuple(sections), language=f.get("language", str, "en"), meta=f.meta())
+        sections=tuple(sections), language=language, meta=f.meta())
 
 
 @dataclass(frozen=True)
@@ -107,21 +114,29 @@ def parse_query(f: RowFields) -> QueryRow:
         evidence_wording=wording), tuple(texts), f)
 
 
-def aligned(row: QueryRow, docs: dict[str, Document], alignment: AlignmentReport) -> Query:
+def aligned(row: QueryRow, docs: dict[str, Document], alignment: AlignmentReport,
+            dropped: Counter) -> Query:
     """``row``'s query with its text evidence aligned as every loader aligns snippets (exact,
     normalised, fuzzy; :func:`harness.data.align.align_evidence`), in the order given: a snippet
-    no document holds is kept as ``unaligned_evidence`` and counted, as the other loaders do."""
+    no document holds is kept as ``unaligned_evidence`` and counted, as the other loaders do. A
+    span over whitespace only is dropped and counted in ``dropped``
+    (:mod:`harness.data.evidence_checks`)."""
     q = row.query
-    if not row.texts:
-        return q
+    if q.evidence_wording and len(q.evidence_wording) != len(q.evidence):
+        raise row.fields.error("evidence_wording", f"has {len(q.evidence_wording)} snippets for "
+                                                   f"{len(q.evidence)} spans")
     texts = {i: (d, t) for i, d, t in row.texts}
-    offsets = iter(q.evidence)
+    given = iter(zip(q.evidence, q.evidence_wording or [None] * len(q.evidence)))
     spans, wording, unaligned = [], [], []
     for i in range(len(q.evidence) + len(texts)):  # in the order the row gives them
         if i not in texts:
-            span = next(offsets)
+            span, words = next(given)
+            if whitespace_only(span, docs.get(span.doc_id)):
+                dropped[WHITESPACE] += 1
+                continue
             spans.append(span)
-            wording.append(docs[span.doc_id].text[span.start:span.end] if span.doc_id in docs else "")
+            wording.append(words if words is not None else
+                           docs[span.doc_id].text[span.start:span.end] if span.doc_id in docs else "")
             continue
         doc_id, text = texts[i]
         if doc_id not in docs:
@@ -132,7 +147,8 @@ def aligned(row: QueryRow, docs: dict[str, Document], alignment: AlignmentReport
             wording.append(text)
         else:
             unaligned.append(text)
-    return replace(q, evidence=tuple(spans), evidence_wording=tuple(wording),
+    keeps_wording = bool(row.texts or q.evidence_wording)  # spans alone are their own wording
+    return replace(q, evidence=tuple(spans), evidence_wording=tuple(wording) if keeps_wording else (),
                    unaligned_evidence=(*q.unaligned_evidence, *unaligned))
 
 
@@ -140,6 +156,8 @@ def _read_records(path: Path, dataset: str, id_field: str, parse) -> list:
     records, seen = [], set()
     for location, raw in read_rows(path, dataset):
         f = RowFields(dataset, location, raw, id_field)
+        if isinstance(raw.get(id_field), str) and not raw[id_field].strip():  # else named only as row ''
+            raise f.error(id_field, f"is empty ({raw[id_field]!r}): every record needs a non-empty {id_field}")
         record = parse(f)
         key = getattr(record, id_field)
         if key in seen:
@@ -158,7 +176,8 @@ class LocalDataset(DatasetLoader):
     """
     title = "local data"
 
-    version = 4  # 3: evidence_wording; 4: evidence given as text, aligned
+    version = 5  # 3: evidence_wording; 4: evidence given as text, aligned; 5: evidence checks
+    no_evidence = "nan"  # a query without evidence is n/a: no paper's rule of 0 to match
     sources = ("path",)  # dataset.path is required: there is no sample and no Hub copy
     default_source = "path"
 
@@ -183,13 +202,16 @@ class LocalDataset(DatasetLoader):
                               f"and queries.jsonl side by side)")
         files = []
         for stem in ("documents", "queries"):
-            tried = [self.path / f"{stem}{s}" for s in (".jsonl", ".parquet")]
-            path = next((p for p in tried if p.exists()), None)
-            if path is None:
+            found = [p for p in (self.path / f"{stem}{s}" for s in (".jsonl", ".parquet")) if p.exists()]
+            if not found:
                 raise ConfigError(f"{where} has no {stem} file: put {stem}.jsonl (or "
                                   f"{stem}.parquet) in it")
-            if not path.is_file():
-                raise ConfigError(f"{where}: {path.name} is a folder, not a file: it must be one "
+            if len(found) > 1:  # one of them would be read and the other ignored
+                raise ConfigError(f"{where} holds both {stem}.jsonl and {stem}.parquet: keep one "
+                                  f"(move the other out of the folder)")
+            path = found[0]
+            if kind := not_regular(path):
+                raise ConfigError(f"{where}: {path.name} is {kind}, not a file: it must be one "
                                   f"JSONL (or Parquet) file of {stem}")
             try:
                 path.open("rb").close()
@@ -215,12 +237,14 @@ class LocalDataset(DatasetLoader):
             rows = self.on_kept_docs(rows, {d.doc_id for d in documents}, QueryRow.doc_ids,
                                      "queries_dropped_limit_docs")
         rows = self.keep_queries(rows)
-        alignment, by_id = AlignmentReport(), {d.doc_id: d for d in documents}
-        queries = [aligned(r, by_id, alignment) for r in rows]  # the kept ones: the counts are theirs
+        alignment, by_id, checks = AlignmentReport(), {d.doc_id: d for d in documents}, Counter()
+        queries = [aligned(r, by_id, alignment, checks) for r in rows]  # the kept ones: the counts are theirs
         return documents, queries, {
             **alignment.as_report("evidence"),
             "n_evidence_spans": sum(len(q.evidence) for q in queries),
-            "n_unaligned_evidence": sum(len(q.unaligned_evidence) for q in queries)}
+            "n_unaligned_evidence": sum(len(q.unaligned_evidence) for q in queries),
+            WHITESPACE: checks[WHITESPACE], CUT: sum(1 for _ in cut_spans(queries, by_id)),
+            NO_EVIDENCE: sum(not q.evidence and not q.unaligned_evidence for q in queries)}
 
 
 def document_record(d: Document) -> dict[str, Any]:

@@ -23,6 +23,9 @@ _MISSING = object()
 # (hashed, cached, tokenized) later.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 WHOLE_ROW = "(whole row)"
+# json's decoder recurses once per nesting level and stops at Python's recursion limit (~1000)
+TOO_DEEP = ("JSON nested too deeply to read (lists or objects inside each other past Python's "
+            "recursion limit, about 1000 levels): flatten that value")
 Rows = list[tuple[str, Any]]  # (location for errors, raw row)
 
 
@@ -90,6 +93,8 @@ def json_lines(lines: Iterable[bytes], label: str, dataset: str,
             if first and text.strip() in ("[", "{"):  # json.dump(rows, f, indent=...)
                 raise not_json_lines(dataset, label, location) from None
             raise DataError(dataset, location, WHOLE_ROW, malformed_line(e)) from None
+        except RecursionError:
+            raise DataError(dataset, location, WHOLE_ROW, TOO_DEEP) from None
         if first and isinstance(row, list) and row and all(isinstance(r, dict) for r in row):
             raise not_json_lines(dataset, label, location)  # json.dump(rows, f) on one line
         first = False
@@ -123,6 +128,8 @@ def read_json_file(path: Path, dataset: str, id_field: str | None = None, keyed:
     except json.JSONDecodeError as e:
         raise DataError(dataset, f"{path.name} line {e.lineno}", WHOLE_ROW,
                         f"malformed JSON: {e.msg} (column {e.colno})") from None
+    except RecursionError:
+        raise DataError(dataset, path.name, WHOLE_ROW, TOO_DEEP) from None
 
 
 def encoding_error(dataset: str, location: str, data: bytes, error: UnicodeDecodeError,

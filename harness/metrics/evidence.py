@@ -28,8 +28,10 @@ the look-up, ``as_is`` looks up in the context as assembled (then every evidence
 runs over a sentence end is missed). Either way "Mr. Smith" in the evidence ("Mr.Smith") is
 missed, as in HiChunk's pipeline, where Punkt keeps the abbreviation's space.
 
-A query with nothing to look up scores 0 (eval.py divides by ``total + 1e-20`` and averages
-over every query); ``no_evidence: nan`` leaves it out of the mean instead.
+A query with nothing to look up scores 0 on the data sets eval.py scores (it divides by
+``total + 1e-20`` and averages over every query) and n/a on the user's own (``dataset=local``:
+left out of the mean, counted): ``no_evidence: auto`` asks the loader (``DatasetLoader.no_evidence``);
+``zero`` and ``nan`` choose for every data set.
 
 ``evidence_span_recall`` (:class:`EvidenceSpanRecall`) is ChunkBench's reading of the paper:
 the aligned spans' document text and the unaligned snippets, each whole, "# " stripped,
@@ -48,7 +50,17 @@ from harness.types import ConfigError
 
 UNITS = ("auto", "evidence", "sentences", "answers")
 CONTEXTS = ("joined_sentences", "as_is")
-NO_EVIDENCE = ("zero", "nan")
+NO_EVIDENCE = ("auto", "zero", "nan")
+
+
+def auto_no_evidence(dataset: str | None) -> str:
+    """What the loader ``dataset`` (its ``_target_``) gives a query without evidence: "zero" (eval.py's
+    rule, kept for the published data sets) or "nan" (:attr:`DatasetLoader.no_evidence`)."""
+    if not dataset:
+        return "zero"
+    from hydra.utils import get_class
+
+    return getattr(get_class(dataset), "no_evidence", "zero")
 
 
 def auto_unit(dataset: str | None, subset: str | None = None) -> str:
@@ -88,10 +100,10 @@ def weighted_recall(pairs: Sequence[tuple[str, int]], context: str) -> float:
 class EvidenceRecall(QueryMetric):
     """HiChunk's ERec (module doc). ``unit``: auto | evidence | sentences | answers; ``dataset``
     (the loader's ``_target_``) and ``subset`` are read by ``auto``; ``context``: joined_sentences
-    | as_is; ``no_evidence``: zero | nan."""
+    | as_is; ``no_evidence``: auto | zero | nan."""
 
     def __init__(self, unit: str = "auto", dataset: str | None = None, subset: str | None = None,
-                 context: str = "joined_sentences", no_evidence: str = "zero"):
+                 context: str = "joined_sentences", no_evidence: str = "auto"):
         if isinstance(no_evidence, float) and math.isnan(no_evidence):
             no_evidence = "nan"  # Hydra reads an unquoted no_evidence=nan as the float
         for name, value, valid in (("unit", unit, UNITS), ("context", context, CONTEXTS),
@@ -99,7 +111,8 @@ class EvidenceRecall(QueryMetric):
             if value not in valid:
                 raise ConfigError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
         self.unit = auto_unit(dataset, subset) if unit == "auto" else unit
-        self.context, self.no_evidence = context, no_evidence
+        self.context = context
+        self.no_evidence = auto_no_evidence(dataset) if no_evidence == "auto" else no_evidence
         if self.unit == "sentences" or context == "joined_sentences":
             require_punkt()  # a missing model fails before the run, not after it
 

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.aggregation import aggregate, aggregate_documents, chunk_statistics, mean, per_query_row, text_chunks
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.data.base import NOT_QUERIED
+from harness.data.evidence_checks import report_warnings
 from harness.metrics.base import DocumentMetric
 from harness.pipeline.chunk_checks import (check_contexts, chunk_checks, encoder_lengths, warning,
                                            whole_document_contexts)
@@ -138,6 +139,8 @@ class Pipeline:
                          f"retriever.scope=document: {len(ds.documents)} documents kept, the ones the "
                          f"{len(ds.queries)} questions search; {ds.report[NOT_QUERIED]} left out")
             if getattr(self.c.retriever, "scope", None) == "document" and (line := unsearched_evidence(ds.queries)):
+                logger.warning(line)
+            for line in report_warnings(ds.name, ds.report, ds.queries, ds.documents):
                 logger.warning(line)
         if stage == "chunk":
             check_run_chunks(self.c, self.outputs)
