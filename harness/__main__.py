@@ -42,7 +42,12 @@ def main(cfg: DictConfig) -> float | dict | None:
 
     hydra_cfg = HydraConfig.get()
     try:
+        if hydra_cfg.job.chdir:  # then every relative path would be read inside outputs/<time>/
+            raise ConfigError("hydra.job.chdir=true: ChunkBench reads dataset.path, cache.dir and tracking.uri "
+                              "from the folder it is started in, and writes its outputs there without it; drop it")
         check_job(cfg, hydra_cfg.launcher)
+        if line := tracking_env_note(cfg):
+            print(f"chunkbench: note: {line}", file=sys.stderr)
         if cfg.tracking.enabled:  # a bad option or an unusable store stops the run before any work
             check_store_options(cfg)
             open_store(cfg.tracking.uri, create=False)
@@ -82,6 +87,19 @@ def main(cfg: DictConfig) -> float | dict | None:
         title += f" mlflow run {run_id[:8]}" if new else f" already recorded as mlflow run {run_id[:8]}"
     print_summary(result, title + code)
     return result.metrics.get(cfg.objective)
+
+
+def tracking_env_note(cfg: DictConfig) -> str | None:
+    """``MLFLOW_TRACKING_URI`` is the cluster profile's input (README, docs/cluster.md: exported for
+    ``profile=cluster``), not the default store: a run that records elsewhere says so once."""
+    from harness.secrets import mask_text
+
+    env = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if not env or not cfg.tracking.enabled or str(cfg.tracking.uri) == env:
+        return None
+    return (f"MLFLOW_TRACKING_URI={mask_text(env, ())} is set, but this run records in "
+            f"tracking.uri={mask_text(str(cfg.tracking.uri), ())}: profile=cluster reads the variable "
+            f"(or give 'tracking.uri=${{oc.env:MLFLOW_TRACKING_URI}}')")
 
 
 INTERRUPTED = "chunkbench: interrupted; rerun the same command to resume (what finished is cached)"
@@ -132,10 +150,12 @@ def entry() -> None:
 
     mask_streams(secret_values(overrides=argv))  # Hydra prints a failed job's overrides, keys and all
     if not {"-h", "--help", *OTHER_CONFIG}.intersection(a.split("=", 1)[0] for a in argv):
-        from harness.registry import check_overrides
+        from harness.registry import check_overrides, repeated_keys
 
         try:  # the nearest valid key or choice named, before Hydra's own report of it
-            check_overrides(overrides(argv))
+            check_overrides(overrides(argv), sweep=bool({"-m", "--multirun"}.intersection(argv)))
+            if line := repeated_keys(overrides(argv)):
+                print(f"chunkbench: warning: {line}", file=sys.stderr)
         except ConfigError as e:
             print(f"chunkbench: error: {e}", file=sys.stderr)
             sys.exit(2)

@@ -105,7 +105,7 @@ _OPEN: dict[Path, "Cache"] = {}
 
 def open_cache(dir: str | os.PathLike) -> "Cache":
     """The process's one :class:`Cache` for ``dir`` (built by Hydra from the ``cache:`` node)."""
-    path = Path(dir).absolute()
+    path = Path(dir).expanduser().absolute()  # a quoted cache.dir="~/cache" is the home folder's
     if path not in _OPEN:
         _OPEN[path] = Cache(path)
     return _OPEN[path]

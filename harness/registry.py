@@ -59,20 +59,57 @@ def compose(overrides: Sequence[str] = (), store: Any = None) -> DictConfig:
     return cfg
 
 
-def check_overrides(overrides: Sequence[str]) -> None:
-    """Compose ``overrides`` as a run composes them (a sweep by its first value): a key or a
-    choice that does not exist fails in one line that names the nearest valid one."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException, OverrideParseException
+def quote_hint(override: str) -> str:
+    """``key=value`` as the shell argument that passes ``value`` to Hydra as one quoted string."""
+    key, _, value = override.partition("=")
+    return f"""'{key}="{value}"'""" if '"' not in value else f"""\"{key}='{value}'\""""
 
+
+def parse_overrides(overrides: Sequence[str]) -> list:
+    """Hydra's parse of ``overrides``; one that its grammar cannot read (``~``, ``=``, ``,`` or a
+    quote in an unquoted value, as a path may hold) fails in one line naming it and how to quote it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    parser = OverridesParser.create()
     try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
+        return parser.parse_overrides(list(overrides))
     except OverrideParseException as e:
-        raise ConfigError(f"override: {str(e).splitlines()[0]}") from None
+        problem = str(e).splitlines()[0]
+    for o in overrides:
+        try:
+            parser.parse_overrides([o])
+        except OverrideParseException:
+            key, eq, value = o.partition("=")
+            if eq and key and not value.startswith(("'", '"')):
+                raise ConfigError(f"{o}: Hydra's override syntax cannot read this value unquoted ({problem}); "
+                                  f"quote it: {quote_hint(o)}") from None
+            raise ConfigError(f"{o}: not an override Hydra can read ({problem})") from None
+    raise ConfigError(f"override: {problem}")
+
+
+def check_overrides(overrides: Sequence[str], sweep: bool | None = None) -> None:
+    """Compose ``overrides`` as a run composes them (a sweep by its first value): a key or a
+    choice that does not exist fails in one line that names the nearest valid one. ``sweep``
+    (False: a single run, as the command line says) also refuses a list of values outside a
+    sweep: a path with a comma, unquoted, is one."""
+    from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException
+
+    parsed = parse_overrides(overrides)
     single = []
     for o in parsed:
-        if o.key_or_group.split(".")[0].split("/")[0] == "hydra":
+        top = o.key_or_group.split(".")[0].split("/")[0]
+        if top == "hydra":
             continue  # Hydra's own (a launcher's settings): Hydra checks them
+        if o.is_delete() and "." not in o.key_or_group and "@" not in o.key_or_group:
+            raise ConfigError(f"{o.input_line}: deletes {o.key_or_group}, which every run reads; choose another "
+                              f"value instead" + (f" ({o.key_or_group}=NAME; `chunkbench ls {o.key_or_group}` "
+                                                  f"lists them)" if o.key_or_group in _groups() else ""))
+        if o.key_or_group in _groups() and isinstance(o.value(), str) and _outside_group(o.value()):
+            raise ConfigError(_choice_hint(f"Could not find '{o.key_or_group}/{o.value()}'"))
+        if sweep is False and o.is_sweep_override():
+            raise ConfigError(f"{o.input_line}: a comma makes a list of values, which only a sweep runs (add -m); "
+                              f"to pass it as one value, quote it: {quote_hint(o.input_line)}")
         if o.is_sweep_override():
             if o.key_or_group in _groups() and o.is_discrete_sweep():  # chunker=fixed,sentence: every choice
                 for choice in o.sweep_string_iterator():
@@ -98,6 +135,24 @@ def check_overrides(overrides: Sequence[str]) -> None:
             if top not in known and top != "hydra":
                 raise ConfigError(f"+{o.key_or_group}: adds a top-level key that nothing reads"
                                   f"{_nearest(top, [*known.keys(), *_groups()])}")
+
+
+def _outside_group(choice: str) -> bool:
+    """A choice that is a path out of its group's folder (``experiment=../config``), which Hydra
+    would read as another group's file."""
+    return choice.startswith("/") or ".." in choice.split("/")
+
+
+def repeated_keys(overrides: Sequence[str]) -> str | None:
+    """One line naming each key given more than once (Hydra keeps the last without a word), or None."""
+    seen: dict[str, list[str]] = {}
+    for o in parse_overrides(overrides):
+        seen.setdefault(o.get_key_element().lstrip("+~"), []).append(o.input_line)
+    twice = [given for given in seen.values() if len(given) > 1]
+    if not twice:
+        return None
+    return ("; ".join(f"{' then '.join(given)}" for given in twice)
+            + ": the same key given more than once; the last is used")
 
 
 def _nearest(word: str, candidates) -> str:

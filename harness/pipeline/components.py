@@ -145,7 +145,10 @@ def build_components(cfg: DictConfig, dataset: bool = True, scale_checks: bool =
         if group == "dataset" and not dataset:
             built[group] = None
             continue
-        node = cfg[group]
+        if group not in cfg and not (prebuilt and group in prebuilt):  # `~chunker` deleted the group
+            raise ConfigError(f"{group}: the config has none (deleted with ~{group}?): a run needs one; "
+                              f"choose it with {group}=NAME (`chunkbench ls {group}` lists them)")
+        node = cfg.get(group)
         if prebuilt and group in prebuilt:
             built[group] = prebuilt[group]
         else:

@@ -34,6 +34,9 @@ class Assembler(ABC):
                  expand: str = "none", order: str = "rank"):
         if order not in ORDERS:
             raise ConfigError(f"context.order must be one of {', '.join(ORDERS)}; got {order!r}")
+        if not isinstance(separator, str):
+            raise ConfigError(f"context.separator must be a string (\"\" joins chunks with nothing between "
+                              f"them); got {separator!r}")
         self.tokenizer = tokenizer_for(unit, tokenizer)
         self.separator, self.expand, self.order = separator, check_expand(expand), order
         self._sizes: dict[str, int] = {}  # chunk id -> size; chunks recur across queries

@@ -40,8 +40,8 @@ class Retriever(ABC):
     def __init__(self, scope: str = "document", top_k: int = 100, view_index: str = "pooled"):
         if scope not in SCOPES:
             raise ConfigError(f"retriever.scope must be one of {', '.join(SCOPES)}; got {scope!r}")
-        if top_k <= 0:
-            raise ConfigError(f"retriever.top_k must be > 0, got {top_k}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0:
+            raise ConfigError(f"retriever.top_k must be an integer > 0, got {top_k!r}")
         if view_index not in VIEW_INDEXES:
             raise ConfigError(f"retriever.view_index must be one of {', '.join(VIEW_INDEXES)}; got {view_index!r}")
         self.scope, self.top_k, self.view_index = scope, top_k, view_index

@@ -18,6 +18,7 @@ No bm25s variant equals it: ``robertson`` floors a negative idf at 0, ``atire`` 
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable, Sequence
 from functools import partial
@@ -39,6 +40,10 @@ def tokenizer(zh_min_share: float):
     return partial(lexical_tokens, zh_min_share=float(zh_min_share))
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 class BM25Retriever(Retriever):
     def __init__(self, scope: str = "document", top_k: int = 100, k1: float = 1.5, b: float = 0.75,
                  method: str = "lucene", view_index: str = "per_view", zh_min_share: float = 0.1):
@@ -46,8 +51,9 @@ class BM25Retriever(Retriever):
         self.tokens = tokenizer(zh_min_share)
         if method not in BM25_METHODS:
             raise ConfigError(f"retriever.method must be one of {', '.join(BM25_METHODS)}; got {method!r}")
-        if k1 < 0 or not 0 <= b <= 1:
-            raise ConfigError(f"retriever.k1 must be >= 0 and retriever.b in [0, 1]; got k1={k1}, b={b}")
+        if not (_number(k1) and k1 >= 0 and _number(b) and 0 <= b <= 1):  # NaN fails every comparison
+            raise ConfigError(f"retriever.k1 must be a finite number >= 0 and retriever.b one in [0, 1]; got "
+                              f"k1={k1!r}, b={b!r}")
         self.k1, self.b, self.method = k1, b, method
 
     def build(self, chunks: Sequence[Chunk]):
