@@ -124,22 +124,27 @@ def overrides(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def check_output_dirs(given: Sequence[str]) -> None:
-    """``hydra.run.dir``/``hydra.sweep.dir`` given on the command line must be a folder that can
-    be made and written: Hydra makes it before the task runs, and reports its own traceback
-    (then exits, so it cannot be caught around ``main()``). The part before any ``${...}``
-    (``${now:...}``) is what is checked; nothing is made."""
+def check_output_dirs(given: Sequence[str], sweep: bool = False) -> None:
+    """The folder Hydra saves the run's config in must be one that can be made and written: Hydra
+    makes it and writes there before the task runs, and reports its own traceback (then exits,
+    so it cannot be caught around ``main()``). That is ``hydra.run.dir``/``hydra.sweep.dir`` as
+    given on the command line (the part before any ``${...}``, ``${now:...}``), else the default's
+    ``outputs/`` (``multirun/`` for a ``sweep``, unless a profile moves it) under the working
+    folder. Nothing is made; a full disk is found by a write."""
     from harness.pipeline.preflight import folder_takes_files
 
-    for o in given:
-        key, eq, value = o.partition("=")
-        if eq and key.lstrip("+") in ("hydra.run.dir", "hydra.sweep.dir") and value.strip():
-            fixed = value.split("${", 1)[0]
-            try:
-                folder_takes_files(Path(fixed or "."))
-            except OSError as e:
-                raise ConfigError(f"{key.lstrip('+')}={value} cannot be made or written ({e.strerror or e}): give "
-                                  f"a folder this user can write") from None
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    dirs = {k.lstrip("+"): v for k, eq, v in (o.partition("=") for o in given)
+            if eq and k.lstrip("+") in ("hydra.run.dir", "hydra.sweep.dir") and v.strip()}
+    if key not in dirs and not any(o.startswith(("profile=", "+profile=")) for o in given):
+        dirs[key] = "multirun" if sweep else "outputs"
+    for name, value in dirs.items():
+        fixed = value.split("${", 1)[0]
+        try:
+            folder_takes_files(Path(fixed or "."))
+        except OSError as e:
+            raise ConfigError(f"{name}={value} cannot be made or written ({e.strerror or e}): Hydra saves the run's "
+                              f"config there; give a folder this user can write ({name}=...)") from None
 
 
 def entry() -> None:
@@ -160,7 +165,8 @@ def entry() -> None:
             print(f"chunkbench: error: {e}", file=sys.stderr)
             sys.exit(2)
     try:
-        check_output_dirs(overrides(argv))
+        if not {"-h", "--help", "--cfg", "-c", "--info", "-i"}.intersection(argv):  # those write no outputs/
+            check_output_dirs(overrides(argv), sweep=bool({"-m", "--multirun"}.intersection(argv)))
         main()
     except ConfigError as e:
         print(f"chunkbench: error: {e}", file=sys.stderr)

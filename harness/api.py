@@ -12,9 +12,10 @@ address is then computed again by each process, never confused with another).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.cache import make_key
 from harness.chunking.base import Chunker
@@ -57,6 +58,44 @@ def describe(chunker: Chunker) -> dict[str, Any]:
     return node
 
 
+def checked_overrides(overrides: Any) -> list[str]:
+    """``overrides`` as a list of strings; anything else is one ConfigError saying what it got."""
+    if isinstance(overrides, str):
+        raise ConfigError(f"evaluate: overrides must be a list of strings, got the string {overrides!r}: "
+                          f"write [{overrides!r}]")
+    if not isinstance(overrides, (list, tuple)):
+        raise ConfigError(f"evaluate: overrides must be a list of strings such as ['chunker=sentence'], got "
+                          f"{type(overrides).__name__}")
+    for i, o in enumerate(overrides):
+        if not isinstance(o, str):
+            raise ConfigError(f"evaluate: overrides[{i}] must be a string such as 'chunker=sentence', got "
+                              f"{type(o).__name__} {o!r}")
+    return list(overrides)
+
+
+T = TypeVar("T")
+
+
+def outside_callers_run(record: Callable[[], T]) -> T:
+    """``record()``, which points MLflow at the run's store, sets its experiment and starts a run,
+    leaving the caller's MLflow state as it was: a run the caller has open (``with
+    mlflow.start_run():``, on any store) stays theirs and open, since MLflow keeps the open runs
+    per thread and the record is made in a thread of its own; the process-wide tracking URI and
+    experiment are put back."""
+    import mlflow
+    from mlflow.tracking import fluent
+
+    uri, experiment = mlflow.get_tracking_uri(), fluent._active_experiment_id  # no public getter for the second
+    try:
+        if mlflow.active_run() is None:
+            return record()
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(record).result()
+    finally:
+        mlflow.set_tracking_uri(uri)
+        fluent._active_experiment_id = experiment
+
+
 def evaluate(overrides: Sequence[str] = (), chunker: Chunker | None = None, *, record: bool | None = None,
              log: bool = False) -> Result:
     """One run of ``configs/config.yaml`` with Hydra ``overrides`` (``["chunker=sentence",
@@ -72,7 +111,7 @@ def evaluate(overrides: Sequence[str] = (), chunker: Chunker | None = None, *, r
     from harness.registry import check_overrides, compose
 
     quiet_logs()
-    overrides = list(overrides)
+    overrides = checked_overrides(overrides)
     if record is False:
         overrides.append("tracking=none")
     check_overrides(overrides)  # a misspelt key: a ConfigError naming the nearest valid one
@@ -89,7 +128,7 @@ def evaluate(overrides: Sequence[str] = (), chunker: Chunker | None = None, *, r
 
         defaults = default_choices()
         choices = {**defaults, **{k: v for k, _, v in (o.partition("=") for o in overrides) if k in defaults}}
-        run_id, _ = record_run(cfg, result, run_name(choices, overrides, defaults))
+        run_id, _ = outside_callers_run(lambda: record_run(cfg, result, run_name(choices, overrides, defaults)))
     means = {k: float(v) for k, v in result.metrics.items() if "/" not in k}
     intervals = {k: (float(result.metrics[f"{k}/ci95_low"]), float(result.metrics[f"{k}/ci95_high"]))
                  for k in means if f"{k}/ci95_low" in result.metrics}

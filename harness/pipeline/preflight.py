@@ -48,8 +48,9 @@ def folder_takes_files(path: Path) -> None:
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not existing.is_dir():
         raise NotADirectoryError(20, "Not a directory", str(existing))
-    with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
-        pass
+    with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-") as probe:
+        probe.write(bytes(8192))  # a full disk still makes an empty file: only a write fails there
+        probe.flush()
 
 
 def check_cache_dir(dir: str) -> None:
