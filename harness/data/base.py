@@ -117,11 +117,6 @@ class DatasetLoader(ABC):
     # sample: a full-scale run may read it (describe()'s "sample" is False).
     bundled_release: ClassVar[bool] = False
 
-    # What evidence_recall gives a query with nothing to look up (``no_evidence=auto``,
-    # :mod:`harness.metrics.evidence`): 0, averaged in, as HiChunk's eval.py scores the published
-    # data sets; a loader of the user's own data, which no paper scored, says "nan" (left out, counted).
-    no_evidence: ClassVar[str] = "zero"
-
     @classmethod
     def evidence_unit(cls, subset: str | None = None) -> str:
         """What HiChunk's eval.py looks up in a context to score this data's evidence recall

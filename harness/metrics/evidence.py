@@ -30,7 +30,7 @@ missed, as in HiChunk's pipeline, where Punkt keeps the abbreviation's space.
 
 A query with nothing to look up scores 0 on the data sets eval.py scores (it divides by
 ``total + 1e-20`` and averages over every query) and n/a on the user's own (``dataset=local``:
-left out of the mean, counted): ``no_evidence: auto`` asks the loader (``DatasetLoader.no_evidence``);
+left out of the mean, counted): ``no_evidence: auto`` asks the loader (:func:`auto_no_evidence`);
 ``zero`` and ``nan`` choose for every data set.
 
 ``evidence_span_recall`` (:class:`EvidenceSpanRecall`) is ChunkBench's reading of the paper:
@@ -54,8 +54,9 @@ NO_EVIDENCE = ("auto", "zero", "nan")
 
 
 def auto_no_evidence(dataset: str | None) -> str:
-    """What the loader ``dataset`` (its ``_target_``) gives a query without evidence: "zero" (eval.py's
-    rule, kept for the published data sets) or "nan" (:attr:`DatasetLoader.no_evidence`)."""
+    """What the loader ``dataset`` (its ``_target_``) gives a query without evidence: "zero", eval.py's
+    rule, kept for the published data sets, unless the loader declares ``no_evidence = "nan"`` (data no
+    paper scored: ``dataset=local``)."""
     if not dataset:
         return "zero"
     from hydra.utils import get_class

@@ -106,7 +106,8 @@ def test_objective_must_be_recorded_when_given(make_cfg):
 # --- through the command line ---------------------------------------------------------------------
 
 def run(tmp_path, *overrides):
-    p = subprocess.run([sys.executable, "-m", "harness", *TINY, f"cache.dir={tmp_path / 'cache'}", *overrides],
+    cache = [] if any(o.startswith("cache.dir=") for o in overrides) else [f"cache.dir={tmp_path / 'cache'}"]
+    p = subprocess.run([sys.executable, "-m", "harness", *TINY, *cache, *overrides],
                        cwd=tmp_path, env=ENV, text=True, capture_output=True, timeout=300)
     return p.returncode, p.stderr
 
