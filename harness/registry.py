@@ -62,7 +62,7 @@ def compose(overrides: Sequence[str] = (), store: Any = None) -> DictConfig:
 def quote_hint(override: str) -> str:
     """``key=value`` as the shell argument that passes ``value`` to Hydra as one quoted string."""
     key, _, value = override.partition("=")
-    return f"""'{key}="{value}"'""" if '"' not in value else f"""\"{key}='{value}'\""""
+    return f"'{key}=\"{value}\"'" if '"' not in value else f"\"{key}='{value}'\""
 
 
 def parse_overrides(overrides: Sequence[str]) -> list:
@@ -98,8 +98,7 @@ def check_overrides(overrides: Sequence[str], sweep: bool | None = None) -> None
     parsed = parse_overrides(overrides)
     single = []
     for o in parsed:
-        top = o.key_or_group.split(".")[0].split("/")[0]
-        if top == "hydra":
+        if o.key_or_group.split(".")[0].split("/")[0] == "hydra":
             continue  # Hydra's own (a launcher's settings): Hydra checks them
         if o.is_delete() and "." not in o.key_or_group and "@" not in o.key_or_group:
             raise ConfigError(f"{o.input_line}: deletes {o.key_or_group}, which every run reads; choose another "

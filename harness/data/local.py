@@ -198,8 +198,8 @@ class LocalDataset(DatasetLoader):
             raise ConfigError(f"{where} does not exist: give the folder that holds documents.jsonl "
                               f"and queries.jsonl")
         if not self.path.is_dir():
-            raise ConfigError(f"{where} is a file: give the folder that holds it (documents.jsonl "
-                              f"and queries.jsonl side by side)")
+            raise ConfigError(f"{where} is {not_regular(self.path) or 'a file'}: give the folder that holds "
+                              f"documents.jsonl and queries.jsonl side by side")
         files = []
         for stem in ("documents", "queries"):
             found = [p for p in (self.path / f"{stem}{s}" for s in (".jsonl", ".parquet")) if p.exists()]

@@ -175,3 +175,11 @@ def test_a_quoted_home_path_is_expanded(tmp_path):
                         f"cache.dir={tmp_path / 'cache'}", "tracking=none"], cwd=tmp_path,
                        env={**ENV, "HOME": str(data.parent)}, text=True, capture_output=True, timeout=300)
     assert p.returncode == 0 and "[evaluate]" in p.stdout, p.stderr[-3000:]
+
+
+def test_a_fifo_as_the_folder_is_named(tmp_path):
+    from harness.types import ConfigError
+
+    os.mkfifo(tmp_path / "D")
+    with pytest.raises(ConfigError, match=r"dataset.path=.*D is a FIFO \(named pipe\): give the folder"):
+        LocalDataset(path=tmp_path / "D")
