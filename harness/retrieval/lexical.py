@@ -1,4 +1,4 @@
-"""Lexical retrieval over one chunk collection: BM25 (bm25s, rank_bm25) and TF-IDF (scikit-learn).
+"""Lexical retrieval over one chunk collection: BM25 (bm25s; Okapi as rank_bm25 scores it, harness/retrieval/okapi.py) and TF-IDF (scikit-learn).
 
 Statistics (IDF, average length) are those of the searched collection: with
 ``scope=document`` that is the query's own document, as in per-document retrieval, and
@@ -26,6 +26,7 @@ from functools import partial
 import numpy as np
 
 from harness.retrieval.base import Retriever, top_k
+from harness.retrieval.okapi import OkapiIndex
 from harness.text import lexical_tokens
 from harness.types import Chunk, ConfigError, Query
 
@@ -58,11 +59,9 @@ class BM25Retriever(Retriever):
 
     def build(self, chunks: Sequence[Chunk]):
         if self.method == "okapi":
-            from rank_bm25 import BM25Okapi
-
             docs = [self.tokens(c.text) for c in chunks]
-            # rank_bm25 divides by the number of distinct terms: a collection without any has no index.
-            return BM25Okapi(docs, k1=self.k1, b=self.b) if any(docs) else len(chunks)
+            # rank_bm25's idf floor needs a mean over terms: a collection without any has no index.
+            return OkapiIndex(docs, self.k1, self.b) if any(docs) else len(chunks)
         import bm25s
 
         index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
@@ -75,6 +74,8 @@ class BM25Retriever(Retriever):
             return top_k(np.zeros((len(queries), index)), k)
         # Every chunk of the collection scored, so ties rank by position; ``queries`` is a batch
         # (Retriever.search_rows), so the matrix is bounded.
+        if isinstance(index, OkapiIndex):
+            return top_k(index.scores([self.tokens(q.question) for q in queries]), k)
         scores = np.vstack([index.get_scores(self.tokens(q.question)) for q in queries])
         return top_k(scores, k)
 
