@@ -1,14 +1,17 @@
-"""Library chunkers as ChunkBench chunkers: LangChain's text splitters, Chonkie's chunkers and
-LlamaIndex's node parsers.
+"""Library chunkers as ChunkBench chunkers: LangChain's text splitters, Chonkie's chunkers,
+LlamaIndex's node parsers, semchunk and semantic-text-splitter.
 
-    pip install -e ".[adapters]"     # langchain-text-splitters, chonkie, llama-index-core (not in the base install)
+    pip install -e ".[adapters]"     # the five libraries (not in the base install)
     python -m harness chunker=langchain chunker.splitter=RecursiveCharacterTextSplitter \\
         "chunker.kwargs={chunk_size:1000,chunk_overlap:0}"
     python -m harness chunker=chonkie chunker.name=RecursiveChunker "chunker.kwargs={chunk_size:512}"
     python -m harness chunker=llama_index chunker.parser=SentenceSplitter "chunker.kwargs={chunk_size:256}"
+    python -m harness chunker=semchunk chunker.chunk_size=256 chunker.tokenizer=cl100k_base
+    python -m harness chunker=text_splitter chunker.capacity=256 chunker.tokenizer=bundled
 
 A chunk's span is the library's own offset (LangChain's ``add_start_index``, Chonkie's
-``start_index``/``end_index``, a LlamaIndex node's ``start_char_idx``/``end_char_idx``), checked
+``start_index``/``end_index``, a LlamaIndex node's ``start_char_idx``/``end_char_idx``, semchunk's
+``offsets``, semantic-text-splitter's ``chunk_indices``), checked
 against the text: a chunk whose text is not at its offsets
 is an error naming the library, the document and the chunk, never a search for where it might be.
 
@@ -152,3 +155,67 @@ class LlamaIndexChunker(Chunker):
                    -1 if n.end_char_idx is None else n.end_char_idx) for n in nodes]
         return spans_to_chunks(doc, checked_spans("LlamaIndex", doc, pieces))
 
+
+
+def _token_counter(tokenizer: str, param: str):
+    """What a size counts, for the libraries that take a tokenizer object: a tiktoken encoding
+    ChunkBench ships, or ``bundled``, the bundled embedder's WordPiece (Hugging Face ``tokenizers``)."""
+    if tokenizer == "bundled":
+        from tokenizers import Tokenizer as HFTokenizer
+
+        from harness.text import bundled_embedder_path
+
+        hf = HFTokenizer.from_file(str(bundled_embedder_path() / "tokenizer.json"))
+        hf.no_truncation()  # a size over the model's input must still be counted whole,
+        hf.no_padding()     # and a short one as it is (the file pads every text to 128)
+        return hf
+    if encoding := offline_encoding(tokenizer):
+        return encoding
+    raise ConfigError(f"{param}: 'bundled' or a tiktoken encoding ChunkBench ships ({', '.join(SHIPPED)}); "
+                      f"got {tokenizer!r}")
+
+
+class SemchunkChunker(Chunker):
+    """semchunk's recursive splitter (``semchunk.chunkerify``): chunks of at most ``chunk_size``
+    tokens of ``tokenizer``; ``overlap``, semchunk's (a share of the size when below 1)."""
+
+    def __init__(self, chunk_size: int = 512, tokenizer: str = "cl100k_base", overlap: float | None = None):
+        semchunk = _library("semchunk")
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+            raise ConfigError(f"chunker.chunk_size: a number of tokens above 0, got {chunk_size!r}")
+        counter = _token_counter(tokenizer, "chunker.tokenizer")
+        if tokenizer == "bundled":  # semchunk takes a callable counter for a tokenizer it does not know
+            counter = (lambda hf: lambda text: len(hf.encode(text, add_special_tokens=False).ids))(counter)
+        self.chunker = semchunk.chunkerify(counter, chunk_size)
+        self.overlap = overlap
+
+    def chunk_document(self, doc: Document) -> list[Chunk]:
+        texts, offsets = self.chunker(doc.text, offsets=True, overlap=self.overlap)
+        pieces = [(t, start, end) for t, (start, end) in zip(texts, offsets)]
+        return spans_to_chunks(doc, checked_spans("semchunk", doc, pieces))
+
+
+class TextSplitterChunker(Chunker):
+    """semantic-text-splitter's ``TextSplitter`` (or ``MarkdownSplitter``): the largest semantic
+    units (sentences, then words, graphemes) that fit ``capacity`` of ``tokenizer``: ``characters``,
+    ``bundled`` or a shipped tiktoken encoding (the library carries its own copy, offline)."""
+
+    MODELS = {"cl100k_base": "gpt-3.5-turbo", "o200k_base": "gpt-4o"}  # tiktoken's model -> encoding map, inverted
+
+    def __init__(self, capacity: int = 512, tokenizer: str = "characters", splitter: str = "TextSplitter",
+                 overlap: int = 0, trim: bool = True):
+        cls = _class(_library("semantic_text_splitter"), splitter, "splitter", "chunker.splitter")
+        try:
+            if tokenizer == "characters":
+                self.splitter = cls(capacity, overlap=overlap, trim=trim)
+            elif tokenizer in self.MODELS:
+                self.splitter = cls.from_tiktoken_model(self.MODELS[tokenizer], capacity, overlap=overlap, trim=trim)
+            else:
+                self.splitter = cls.from_huggingface_tokenizer(_token_counter(tokenizer, "chunker.tokenizer"),
+                                                               capacity, overlap=overlap, trim=trim)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ConfigError(f"chunker.capacity/overlap: {splitter}: {e}") from None
+
+    def chunk_document(self, doc: Document) -> list[Chunk]:
+        pieces = [(t, start, start + len(t)) for start, t in self.splitter.chunk_indices(doc.text)]
+        return spans_to_chunks(doc, checked_spans("semantic-text-splitter", doc, pieces))

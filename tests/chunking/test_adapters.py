@@ -18,6 +18,8 @@ from tests.chunking.test_chunk_properties import FAST, documents
 pytest.importorskip("langchain_text_splitters")
 pytest.importorskip("chonkie")
 pytest.importorskip("llama_index.core")
+pytest.importorskip("semchunk")
+pytest.importorskip("semantic_text_splitter")
 
 LIBRARY = [
     ("langchain", lambda: adapters.LangChainChunker("RecursiveCharacterTextSplitter", {"chunk_size": 300, "chunk_overlap": 0})),
@@ -28,9 +30,16 @@ LIBRARY = [
     ("chonkie", lambda: adapters.ChonkieChunker("SentenceChunker", {"chunk_size": 300})),
     ("llama_index", lambda: adapters.LlamaIndexChunker("SentenceSplitter", {"chunk_size": 128, "chunk_overlap": 16})),
     ("llama_index", lambda: adapters.LlamaIndexChunker("TokenTextSplitter", {"chunk_size": 96, "chunk_overlap": 0})),
+    ("semchunk", lambda: adapters.SemchunkChunker(128, "cl100k_base")),
+    ("semchunk", lambda: adapters.SemchunkChunker(96, "bundled")),
+    ("semchunk", lambda: adapters.SemchunkChunker(128, "o200k_base", overlap=0.25)),
+    ("semantic_text_splitter", lambda: adapters.TextSplitterChunker(400)),
+    ("semantic_text_splitter", lambda: adapters.TextSplitterChunker(96, "bundled")),
+    ("semantic_text_splitter", lambda: adapters.TextSplitterChunker(128, "cl100k_base", "MarkdownSplitter", overlap=16)),
 ]
 IDS = ["lc-recursive", "lc-recursive-overlap", "lc-markdown", "chonkie-recursive", "chonkie-token", "chonkie-sentence",
-       "li-sentence", "li-token"]
+       "li-sentence", "li-token", "semchunk-cl100k", "semchunk-bundled", "semchunk-o200k-overlap", "sts-chars",
+       "sts-bundled", "sts-markdown-cl100k-overlap"]
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +110,11 @@ def test_a_library_chunk_that_is_not_document_text_is_refused(real_documents):
     (lambda: adapters.ChonkieChunker("TokenChunker", {"colour": 1}), "chunker.kwargs: TokenChunker"),
     (lambda: adapters.LangChainChunker("RecursiveCharacterTextSplitter", {"chunk_size": 10, "chunk_overlap": 20}),
      "chunker.kwargs: RecursiveCharacterTextSplitter"),
+    (lambda: adapters.SemchunkChunker(0), "chunker.chunk_size: a number of tokens above 0, got 0"),
+    (lambda: adapters.SemchunkChunker(128, "gpt2"), "chunker.tokenizer: 'bundled' or a tiktoken encoding ChunkBench ships"),
+    (lambda: adapters.TextSplitterChunker(128, splitter="CodeSplitterX"), "chunker.splitter: semantic_text_splitter has no "
+                                                                           "splitter 'CodeSplitterX'"),
+    (lambda: adapters.TextSplitterChunker(100, overlap=200), "chunker.capacity/overlap: TextSplitter: "),
 ])
 def test_a_bad_adapter_config_is_one_line(make, message):
     with pytest.raises(ConfigError, match=message):
@@ -118,6 +132,9 @@ def test_the_adapters_compose_from_their_configs():
     assert build_component(cfg.chunker, "chunker").chunker.chunk_size == 128
     cfg = compose(["chunker=llama_index", "chunker.kwargs={chunk_size:200,chunk_overlap:0}"])
     assert build_component(cfg.chunker, "chunker").parser.chunk_size == 200
+    assert build_component(compose(["chunker=semchunk", "chunker.chunk_size=64"]).chunker, "chunker").chunker.chunk_size == 64
+    text_splitter = build_component(compose(["chunker=text_splitter", "chunker.capacity=40"]).chunker, "chunker")
+    assert max(len(t) for t in text_splitter.splitter.chunks("word " * 200)) <= 40
 
 
 @pytest.fixture

@@ -39,7 +39,8 @@ def test_the_suite_names_its_version_datasets_and_contenders():
     assert {d.key: d.primary for d in s.datasets}["gutenqa_emma"] == "dcg_at_5"
     names = {c.name for c in s.contenders}
     assert set(BASELINES) | {"multi_granular"} <= names   # every ChunkBench chunker that needs no LLM
-    assert {c.family for c in s.contenders} == {"chunkbench", "langchain", "llama_index", "chonkie"}
+    assert {c.family for c in s.contenders} == {"chunkbench", "langchain", "llama_index", "chonkie", "semchunk",
+                                                "semantic_text_splitter"}
     assert len(s.contenders) == 2 * len(names) and len({c.key for c in s.contenders}) == len(s.contenders)
     fixed = s.contender("fixed@512")
     assert fixed.overrides == ("chunker=fixed", "chunker.size=512", "context=budget")
