@@ -23,6 +23,7 @@ Per role (``Role.path``; the stage is the one that reads the role's config group
     metrics.chunkscore.* every indexed chunk scored with and without the document (llm) or
                         embedded (embedder)
     metrics.rewrite_perplexity.llm  every chunk's source and rewrite scored: 2 x the document tokens
+    metrics.qa_similarity.embedder  per question: the question and its answer (at its reply budget)
 """
 
 from __future__ import annotations
@@ -261,6 +262,11 @@ def _metric_work(out: RoleWork, role: Role, slices, size: DataSize, per, work, c
             out.prefill = 2 * doc_k * per["indexed"] / work["wordpiece_per_cl100k"]
         else:
             out.embedded = doc_k * per["indexed"]
+    elif metric == "qa_similarity" and need(q, size.question_tokens):
+        r = slices.get("responder") or {}
+        answer = float(r.get("max_tokens") or _template(r, slices.get("dataset") or {}).get("max_tokens") or 0)
+        out.embedded = q * (size.question_tokens + answer) * work["wordpiece_per_cl100k"]
+        out.notes.append("each question and its answer embedded once, the answer at its reply budget (an upper bound)")
     elif metric == "rewrite_perplexity" and need(doc_k):
         out.prefill = 2 * doc_k * 1000
         out.notes.append("every chunk counted as rewritten (an upper bound)")
