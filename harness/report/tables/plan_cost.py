@@ -122,13 +122,16 @@ def point_gpu_hours(p: PointPlan, planner: Planner, hw: Hardware) -> tuple[float
     return hours, missing
 
 
-def wall_hours(t: Totals, points: list[PointPlan], planner: Planner, hw: Hardware, parallelism: int) -> dict[str, Any]:
+def wall_hours(t: Totals, points: list[PointPlan], planner: Planner, hw: Hardware, parallelism: int,
+               limit_h: float | None = None) -> dict[str, Any]:
     """The array's wall-clock, a lower bound: its jobs' hours spread evenly over ``parallelism``
-    jobs at once, and never less than its longest job (a point alone, on the GPUs it asks for)."""
-    longest = max((point_gpu_hours(p, planner, hw)[0] / max(1, p.gpus) for p in points), default=0.0)
-    spread = t.job_s / 3600 / max(1, parallelism)
+    jobs at once, and never less than its longest job (a point alone, on the GPUs it asks for);
+    and how many jobs alone would run past the launcher's time limit (``limit_h``)."""
+    jobs = [point_gpu_hours(p, planner, hw)[0] / max(1, p.gpus) for p in points]
+    longest, spread = max(jobs, default=0.0), t.job_s / 3600 / max(1, parallelism)
     return {"hours": max(longest, spread), "longest_job_hours": longest, "spread_hours": spread,
-            "parallelism": parallelism}
+            "parallelism": parallelism, "over_limit": sum(h > limit_h for h in jobs) if limit_h else 0,
+            "limit_hours": limit_h}
 
 
 def report(plans: list[TablePlan], planner: Planner, hw: Hardware, cached: dict[str, float] | None = None
@@ -136,13 +139,14 @@ def report(plans: list[TablePlan], planner: Planner, hw: Hardware, cached: dict[
     """Everything the text and ``--json`` print: per table and in total."""
     sl, prices = launcher(), load_prices()
     parallelism = int(sl.get("array_parallelism") or 1)
+    limit_h = float(sl["timeout_min"]) / 60 if sl.get("timeout_min") else None
     tables = []
     for tp in plans:
         t, distinct = totals(tp.points, planner, hw, prices)
         tables.append({
             "table": tp.spec.id, "points": len(tp.points), "not_run_at_scale": tp.not_run,
             "jobs": len(tp.points), "jobs_by_gpus": _count(p.gpus for p in tp.points),
-            "stages_computed": distinct, **_sums(t), "wall": wall_hours(t, tp.points, planner, hw, parallelism),
+            "stages_computed": distinct, **_sums(t), "wall": wall_hours(t, tp.points, planner, hw, parallelism, limit_h),
             "roles": [_role_row(r) for r in t.by_role.values()],
             "sizes": _count(f"{p.group}: {p.size.source}" for p in tp.points),
             "documents": sum(p.size.documents or 0 for p in tp.points),
@@ -164,7 +168,7 @@ def report(plans: list[TablePlan], planner: Planner, hw: Hardware, cached: dict[
         "tables": tables,
         "total": {"points": sum(x["points"] for x in tables), "jobs": sum(x["jobs"] for x in tables),
                   "stages_computed": distinct, **_sums(t),
-                  "wall": wall_hours(t, everything, planner, hw, parallelism),
+                  "wall": wall_hours(t, everything, planner, hw, parallelism, limit_h),
                   "roles": [_role_row(r) for r in t.by_role.values()]},
         "cached_cpu_seconds": cached,
     }

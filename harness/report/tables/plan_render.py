@@ -41,7 +41,10 @@ def _cost(t: dict[str, Any], smoke: bool = False) -> str:
     out += f"; API ${t.get('usd', 0.0):,.0f}"
     if wall:
         out += (f"; wall-clock >= {wall['hours']:,.1f} h at {wall['parallelism']} jobs at once "
-                f"(longest job {wall['longest_job_hours']:,.1f} h)")
+                f"(longest job {wall['longest_job_hours']:,.1f} h")
+        if wall.get("over_limit"):
+            out += f"; {wall['over_limit']} job(s) past the {wall['limit_hours']:g} h time limit"
+        out += ")"
     return out
 
 
