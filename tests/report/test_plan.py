@@ -328,3 +328,20 @@ def test_a_cold_smoke_plan_estimates_cpu_from_the_committed_index(tmp_path):
     assert all(f"estimate from results/index.json (commit {row.commit}, {row.date}" in ln
                and f"{row.computed:,.0f} s computed by its smoke runs" in ln for ln in lines)
     assert "no cached timing" in lines[0]
+
+
+def test_longbench_sizes_come_from_its_published_statistics():
+    """LongBench task.md: NarrativeQA 200 rows of 18,409 words; MultiFieldQA-zh 200 of 6,701
+    characters; a row is one document and one question; "all" is the eight QA subsets, 1,550 rows."""
+    from harness.report.tables.workload import paper_size
+
+    work = {**WORK, "cl100k_per_zh_char": 2.0}
+    target = "harness.data.longbench.LongBench"
+    nqa = paper_size([], {"_target_": target, "subset": "narrativeqa"}, work)
+    assert (nqa.documents, nqa.questions, nqa.doc_tokens) == (200, 200, 18409 * 1.0)
+    zh = paper_size([{"name": "x", "questions": 50}], {"_target_": target, "subset": "multifieldqa_zh"}, work)
+    assert (zh.documents, zh.questions, zh.doc_tokens) == (50, 50, 6701 * 2.0)
+    every = paper_size([], {"_target_": target, "subset": "all"}, work)
+    words = 9151 + 4887 + 11214 + 18409 + 3619   # the English subsets of 200 rows
+    expected = (200 * words + 150 * 4559 + 200 * (15768 + 6701) * 2.0) / 1550
+    assert (every.documents, every.questions) == (1550, 1550) and every.doc_tokens == pytest.approx(expected)

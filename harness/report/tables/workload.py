@@ -107,11 +107,31 @@ def loader(ds: dict[str, Any]) -> str:
     return parts[2] if len(parts) > 3 else str(ds.get("name") or "")
 
 
+def longbench(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float, float, str] | None:
+    """(rows, cl100k tokens per row's document, source) of the LongBench subsets a point loads,
+    from LongBench's published statistics: each row is one document and one question."""
+    from harness.data.longbench import QA_SUBSETS, ZH_SUBSETS
+
+    subset = ds.get("subset") or "all"
+    names = QA_SUBSETS if subset == "all" else (subset,) if isinstance(subset, str) else tuple(subset)
+    rows = tokens = 0.0
+    for name in names:
+        n, length = (_stat("longbench/task_stats.csv", name, f"stats/{c}") for c in ("samples", "avg_len"))
+        if n is None or length is None or (name in ZH_SUBSETS and "cl100k_per_zh_char" not in work):
+            return None
+        rows += n
+        tokens += n * length * (work["cl100k_per_zh_char"] if name in ZH_SUBSETS else work["cl100k_per_word"])
+    return rows, tokens / rows, (f"LongBench task.md ({'+'.join(names)}: {rows:g} rows, mean length x "
+                                 f"{work['cl100k_per_word']} cl100k tokens/word, zh x {work.get('cl100k_per_zh_char')}/character)")
+
+
 def paper_length(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float | None, float | None, str]:
     """(cl100k tokens per document, per question, source) from the papers' statistics for the
     dataset a point loads (its resolved ``dataset`` config), or (None, None, why not)."""
     name, subset = loader(ds), str(ds.get("subset") or "")
     per_word, per_sentence = work["cl100k_per_word"], work["words_per_sentence"] * work["cl100k_per_word"]
+    if name == "longbench" and (stats := longbench(ds, work)):
+        return stats[1], None, stats[2]
     hichunk = {"qasper": "qasper", "gutenqa": "gutenqa", "ohrbench": "ohrbench"}.get(name)
     if name == "hicbench":
         hichunk = {"HiCBench": "hicbench_t1", "qasper_all": "qasper", "OHRBench_sub": "ohrbench",
@@ -146,6 +166,9 @@ def paper_size(declared: list[dict[str, Any]], ds: dict[str, Any], work: dict[st
     entry = declared[0] if declared else {}
     docs, questions = entry.get("documents"), entry.get("questions")
     tokens, q_tokens, where = paper_length(ds, work)
+    if loader(ds) == "longbench" and (stats := longbench(ds, work)):
+        questions = stats[0] if questions is None else questions
+        docs = questions if docs is None else docs   # a row is one document and its question
     for key, value in (("limit_docs", docs), ("limit_queries", questions)):
         cap = ds.get(key)
         if cap is not None and value is not None:
