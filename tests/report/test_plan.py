@@ -345,3 +345,21 @@ def test_longbench_sizes_come_from_its_published_statistics():
     words = 9151 + 4887 + 11214 + 18409 + 3619   # the English subsets of 200 rows
     expected = (200 * words + 150 * 4559 + 200 * (15768 + 6701) * 2.0) / 1550
     assert (every.documents, every.questions) == (1550, 1550) and every.doc_tokens == pytest.approx(expected)
+
+
+def test_nq_counts_a_document_per_question_and_a_whole_bundled_dataset_is_counted(tmp_path):
+    """MC-indexing's NQ test set is question-article pairs: 586 questions, 586 documents. Chroma's
+    evaluation is bundled whole, so a full-scale point is sized on the data (5 corpora, 472 questions)."""
+    from harness.report.tables.workload import paper_size
+
+    nq = paper_size([{"name": "NQ", "questions": 586}], {"_target_": "harness.data.nq.NaturalQuestions", "split": "validation"},
+                    WORK)
+    assert (nq.documents, nq.questions, nq.doc_tokens) == (586, 586, 17.4 * 1000)
+    (tmp_path / "toy").mkdir()
+    path = tmp_path / "toy" / "chroma.yaml"
+    path.write_text(TOY.replace("dataset=qasper", "dataset=chroma"), encoding="utf-8")
+    spec = tables.load_spec(path, tmp_path)
+    plans, _ = plan_tables([spec], "full", [f"cache.dir={tmp_path / 'cache'}"], WORK)
+    size = plans[0].points[0].size
+    assert (size.documents, size.questions) == (5, 472) and size.doc_tokens > 0
+    assert size.source.startswith("counted on the loaded data")

@@ -107,6 +107,15 @@ def loader(ds: dict[str, Any]) -> str:
     return parts[2] if len(parts) > 3 else str(ds.get("name") or "")
 
 
+# Loaders whose every row is one question on its own document (their docstrings say so), so a
+# paper that counts questions counts documents: LongBench's rows carry their context, MC-indexing's
+# NQ test set is 586 "question-article pairs" (harness/data/nq.py: one row = one question on one page).
+ONE_DOCUMENT_PER_QUESTION = ("longbench", "nq")
+# Loaders whose bundled sample is the whole released dataset (its SOURCE.md says so): a full-scale
+# point is sized on the data itself, as a smoke point is.
+COMPLETE_HERE = ("chroma",)
+
+
 def longbench(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float, float, str] | None:
     """(rows, cl100k tokens per row's document, source) of the LongBench subsets a point loads,
     from LongBench's published statistics: each row is one document and one question."""
@@ -168,7 +177,8 @@ def paper_size(declared: list[dict[str, Any]], ds: dict[str, Any], work: dict[st
     tokens, q_tokens, where = paper_length(ds, work)
     if loader(ds) == "longbench" and (stats := longbench(ds, work)):
         questions = stats[0] if questions is None else questions
-        docs = questions if docs is None else docs   # a row is one document and its question
+    if docs is None and loader(ds) in ONE_DOCUMENT_PER_QUESTION:
+        docs = questions
     for key, value in (("limit_docs", docs), ("limit_queries", questions)):
         cap = ds.get(key)
         if cap is not None and value is not None:
