@@ -345,6 +345,9 @@ def test_longbench_sizes_come_from_its_published_statistics():
     words = 9151 + 4887 + 11214 + 18409 + 3619   # the English subsets of 200 rows
     expected = (200 * words + 150 * 4559 + 200 * (15768 + 6701) * 2.0) / 1550
     assert (every.documents, every.questions) == (1550, 1550) and every.doc_tokens == pytest.approx(expected)
+    zh = paper_size([{"name": "QChunker's", "documents": 200, "questions": 200}],
+                    {"_target_": "harness.data.multifieldqa_zh.MultiFieldQAZh"}, {**WORK, "cl100k_per_zh_char": 2.0})
+    assert zh.doc_tokens == 6701 * 2.0   # QChunker's copy is LongBench's MultiFieldQA-zh
 
 
 def test_nq_counts_a_document_per_question_and_a_whole_bundled_dataset_is_counted(tmp_path):

@@ -121,7 +121,8 @@ def longbench(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float, float, s
     from LongBench's published statistics: each row is one document and one question."""
     from harness.data.longbench import QA_SUBSETS, ZH_SUBSETS
 
-    subset = ds.get("subset") or "all"
+    # QChunker's MultiFieldQA_zh is LongBench's 200 rows (harness/data/samples/multifieldqa_zh/SOURCE.md)
+    subset = "multifieldqa_zh" if loader(ds) == "multifieldqa_zh" else ds.get("subset") or "all"
     names = QA_SUBSETS if subset == "all" else (subset,) if isinstance(subset, str) else tuple(subset)
     rows = tokens = 0.0
     for name in names:
@@ -139,7 +140,7 @@ def paper_length(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float | None
     dataset a point loads (its resolved ``dataset`` config), or (None, None, why not)."""
     name, subset = loader(ds), str(ds.get("subset") or "")
     per_word, per_sentence = work["cl100k_per_word"], work["words_per_sentence"] * work["cl100k_per_word"]
-    if name == "longbench" and (stats := longbench(ds, work)):
+    if name in ("longbench", "multifieldqa_zh") and (stats := longbench(ds, work)):
         return stats[1], None, stats[2]
     hichunk = {"qasper": "qasper", "gutenqa": "gutenqa", "ohrbench": "ohrbench"}.get(name)
     if name == "hicbench":
