@@ -366,3 +366,33 @@ def test_nq_counts_a_document_per_question_and_a_whole_bundled_dataset_is_counte
     size = plans[0].points[0].size
     assert (size.documents, size.questions) == (5, 472) and size.doc_tokens > 0
     assert size.source.startswith("counted on the loaded data")
+
+
+def _plan_cli(*args):
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "tables", "plan", *args], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_plan_lines_say_what_each_figure_rests_on(tmp_path):
+    """Through the CLI: a table whose sizes are all known prints GPU-hours with no unknown term,
+    by basis, API dollars and the wall-clock; a measured figure in a copy of the hardware file
+    replaces the derived one on its role's lines, at tokens / (tokens/s) / 3600."""
+    import shutil
+
+    hw = tmp_path / "h100.yaml"
+    shutil.copy(load_hardware("h100").path, hw)
+    write_measured(hw, "intfloat/e5-large", {"tokens_per_s": Figure(1000.0, "measured on toy 2026-01-01")})
+    args = ["--tables", "lgmgc/table2", "--scale", "full", "--hardware", str(hw), "--set", f"cache.dir={tmp_path}"]
+    text = _plan_cli(*args)
+    total = text.split("\nTOTAL: ")[1].split("\n\n")[0].splitlines()
+    assert "unknown" not in total[1] and "(derived " in total[1] and "measured " in total[1]
+    assert "API $0" in total[1] and "wall-clock >= " in total[1] and "at 16 jobs at once" in total[1]
+    roles = total[2:]
+    assert roles and all(ln.rstrip().endswith(("[derived]", "[measured]")) for ln in roles)
+    assert all(ln.rstrip().endswith("[measured]") for ln in roles if "intfloat/e5-large" in ln)
+    r = json.loads(_plan_cli(*args, "--json"))
+    for row in r["total"]["roles"]:
+        if row["model"] == "intfloat/e5-large":
+            assert row["gpu_hours"] == pytest.approx(row["embedded"] / 1000.0 / 3600)

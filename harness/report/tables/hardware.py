@@ -102,7 +102,7 @@ class Hardware:
                batch: int | None = None) -> Figure:
         """The figure for ``model`` (kind: llm | encoder): measured, else cited, else derived from
         the constants and the model's parameters; a model without a parameter count has none."""
-        for basis, table in (("measured", self.measured), ("cited", self.cited)):
+        for table in (self.measured, self.cited):
             own = table.get(model, {}).get(what)
             if own is not None:
                 return own
