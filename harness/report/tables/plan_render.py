@@ -23,8 +23,14 @@ BASES = ("derived", "cited", "measured")
 
 def _hours(h: float, missing: dict[str, int]) -> str:
     text = f"{h:,.1f} GPU-h" if h >= 0.1 or not h else f"{h * 60:.1f} GPU-min"
-    n = sum(missing.values())
-    return text + (f" + unknown ({n} stage work(s) without a size, a throughput or a price)" if n else "")
+    if not (n := sum(missing.values())):
+        return text
+    kinds: dict[str, int] = {}
+    for why, k in missing.items():
+        kind = ("a throughput" if "no throughput" in why else "a price" if "no price" in why
+                else "a data size" if why.startswith("unknown:") else "a model of its work")
+        kinds[kind] = kinds.get(kind, 0) + k
+    return text + f" + unknown ({n} stage work(s): " + ", ".join(f"{k} without {w}" for w, k in kinds.items()) + ")"
 
 
 def _basis(r: dict[str, Any]) -> str:
