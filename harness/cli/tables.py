@@ -188,18 +188,22 @@ def explain(specs, args: argparse.Namespace, extra: list[str]) -> None:
 
 
 def plan(specs, args: argparse.Namespace, extra: list[str]) -> None:
-    """Points, jobs, shared stages, each role's work and GPU-hours from the hardware file's
-    cited throughput (harness.report.tables.plan); at smoke scale also the cache's CPU seconds."""
+    """Points, jobs, shared stages, each role's work, GPU-hours (throughput derived from the
+    hardware file's cited constants, or cited, or measured), API dollars and the array's
+    wall-clock (harness.report.tables.plan); at smoke scale the CPU seconds the cache recorded,
+    else the committed results index's."""
     from harness.report.tables.hardware import load_hardware
     from harness.report.tables.measure import load_method_work
     from harness.report.tables.plan import plan_tables
     from harness.report.tables.plan_cost import report, to_json
-    from harness.report.tables.plan_render import cached_chunk_seconds, text
+    from harness.report.tables.plan_render import cached_chunk_seconds, indexed_cpu_seconds, text
 
     hw = load_hardware(args.hardware)
     plans, planner = plan_tables(specs, args.scale, extra, load_method_work())
     cached = cached_chunk_seconds(plans, planner) if args.scale == "smoke" and planner.composed else None
     r = report(plans, planner, hw, cached)
+    if args.scale == "smoke":
+        indexed_cpu_seconds(r)
     if not (args.json or args.points):
         for t in r["tables"]:
             del t["points_detail"]

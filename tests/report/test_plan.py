@@ -13,24 +13,37 @@ import yaml
 
 from harness.report.tables import spec as tables
 from harness.report.tables.hardware import Figure, load_hardware, write_measured
+from harness.report.tables.model_facts import ModelFacts
 from harness.report.tables.measure import load_method_work
 from harness.report.tables.plan import plan_tables
-from harness.report.tables.plan_cost import report
+from harness.report.tables.plan_cost import Totals, report
+from harness.report.tables.prices import load_prices
+from harness.report.tables.throughput import decode_rate, prefill_rate
+from harness.report.tables.workload import RoleWork
 from harness.text import Tokenizer
 from harness.types import ConfigError
 
-ENCODER_RATE, PREFILL_RATE, DECODE_RATE = 1000.0, 2000.0, 100.0
+# Toy constants, chosen so every derived rate is a round number (harness/report/tables/throughput.py):
+#   encoder (fp32): 0.5 TFLOP/s x 0.5 / (2 x 0.1B)                     = 1,250 tok/s
+#   prefill (bf16): 1 TFLOP/s x 0.5 / (2 x 0.1B)                       = 2,500 tok/s
+#   decode, batch 10: step = max(0.1B x 2 bytes / (50 GB/s x 0.5) = 8 ms, 2 x 0.1B x 10 / (1 TFLOP/s x 0.5) = 4 ms)
+#                     = 8 ms, so 10 / 8 ms                             = 1,250 tok/s
+ENCODER_RATE, PREFILL_RATE, DECODE_RATE = 1250.0, 2500.0, 1250.0
+TOY_MODELS = {"bundled": ModelFacts(0.1, 0.1, "bf16", "toy card")}
+
+
+def _const(value):
+    return {"value": value, "source": "toy datasheet", "date": "2026-01-01"}
 
 
 def _hardware(tmp_path, **changes):
     raw = {
         "gpu": "toy GPU",
         "assumptions": ["toy figures"],
-        "llm": [{"name": "tiny", "up_to_b": 1,
-                 "prefill_tokens_per_s": {"value": PREFILL_RATE, "source": "toy"},
-                 "decode_tokens_per_s": {"value": DECODE_RATE, "source": "toy"}}],
-        "encoders": [{"name": "small", "up_to_m": 100, "tokens_per_s": {"value": ENCODER_RATE, "source": "toy"}}],
-        "params": {"bundled": 0.05},
+        "constants": {"peak_tflops_bf16": _const(1.0), "peak_tflops_fp8": _const(2.0), "peak_tflops_fp32": _const(0.5),
+                      "memory_bandwidth_gbs": _const(50.0), "compute_utilisation": _const(0.5),
+                      "memory_utilisation": _const(0.5), "engine_batch": _const(10)},
+        "encoder_dtype": "fp32",
     }
     raw.update(changes)
     path = tmp_path / "toy.yaml"
@@ -75,7 +88,7 @@ def toy(tmp_path):
 
 
 def test_toy_table_arithmetic_counts_shared_stages_once(toy, tmp_path):
-    hw = load_hardware(_hardware(tmp_path))
+    hw = load_hardware(_hardware(tmp_path), TOY_MODELS)
     plans, planner = plan_tables([toy], "full", [f"cache.dir={tmp_path / 'cache'}"], WORK)
     r = report(plans, planner, hw)
     t = r["tables"][0]
@@ -96,6 +109,11 @@ def test_toy_table_arithmetic_counts_shared_stages_once(toy, tmp_path):
     expected = (embedded / ENCODER_RATE + 2 * respond_s) / 3600   # retrieval once, each row's answers
     assert t["gpu_hours"] == pytest.approx(expected)
     assert r["total"]["gpu_hours"] == pytest.approx(expected)
+    assert t["basis_hours"] == pytest.approx({"derived": expected}) and t["usd"] == 0
+    # wall-clock: one job holds the retrieval and its answers, the other its answers; 16 at once
+    longest = (embedded / ENCODER_RATE + respond_s) / 3600
+    assert t["wall"] == pytest.approx({"hours": longest, "longest_job_hours": longest, "spread_hours": expected / 16,
+                                       "parallelism": 16, "over_limit": 0, "limit_hours": 4.0})
     roles = {row["role"]: row for row in t["roles"]}
     assert roles["retriever.embedder"]["embedded"] == pytest.approx(embedded)
     assert roles["responder.llm"]["prefill"] == pytest.approx(2 * prefill)
@@ -105,27 +123,61 @@ def test_toy_table_arithmetic_counts_shared_stages_once(toy, tmp_path):
     assert alone == pytest.approx([(embedded / ENCODER_RATE + respond_s) / 3600] * 2)
 
 
-def test_a_missing_figure_is_unknown_not_zero(toy, tmp_path):
-    hw = load_hardware(_hardware(tmp_path, encoders=[{"name": "small", "up_to_m": 100, "tokens_per_s": {
-        "value": None, "source": "none found: run tables calibrate"}}]))
+def test_hand_computed_derivations():
+    assert prefill_rate(1.0, 0.5, 0.1)[0] == pytest.approx(2500)
+    rate, how = decode_rate(1.0, 0.5, 50.0, 0.5, 0.1, 0.1, 2.0, 10, 1)
+    assert rate == pytest.approx(1250) and "[weights read]" in how
+    # compute-bound at a large batch: 2 x 0.1B x 1000 / 0.5 TFLOP/s = 0.4 s a step, 1000 tokens each
+    assert decode_rate(1.0, 0.5, 50.0, 0.5, 0.1, 0.1, 2.0, 1000, 1)[0] == pytest.approx(2500)
+    # a mixture of experts: all 10B weights read on 2 GPUs (5 GB each at 25 GB/s: 0.2 s), 1B active computed
+    assert decode_rate(1.0, 0.5, 50.0, 0.5, 10, 1, 1.0, 10, 2)[0] == pytest.approx(10 / 0.2 / 2)
+
+
+def test_a_model_without_a_parameter_count_is_unknown_not_zero(toy, tmp_path):
+    hw = load_hardware(_hardware(tmp_path), {})
     plans, planner = plan_tables([toy], "full", [f"cache.dir={tmp_path / 'cache'}"], WORK)
     t = report(plans, planner, hw)["tables"][0]
-    assert any("none found: run tables calibrate" in why for why in t["missing"])
+    assert any("no parameter count for bundled" in why for why in t["missing"])
     row = {row["role"]: row for row in t["roles"]}["retriever.embedder"]
     assert (row["no_figure"], row["work_unknown"], row["gpu_hours"]) == (1, 0, 0)
     assert row["embedded"] > 0   # the work is counted; only its hours are unknown
 
 
+def test_measured_then_cited_then_derived(tmp_path):
+    path = _hardware(tmp_path, cited={"bundled": {"decode_tokens_per_s": {"value": 7.0, "source": "a paper",
+                                                                          "date": "2026-01-01"}}})
+    hw = load_hardware(path, TOY_MODELS)
+    assert (hw.figure("llm", "bundled", "decode_tokens_per_s").value, hw.figure("llm", "bundled", "decode_tokens_per_s").basis) == (7.0, "cited")
+    f = hw.figure("llm", "bundled", "prefill_tokens_per_s")
+    assert (f.value, f.basis) == (PREFILL_RATE, "derived") and "2 x 0.1B" in f.note
+    assert hw.figure("encoder", "bundled", "tokens_per_s").value == ENCODER_RATE
+    write_measured(path, "bundled", {"decode_tokens_per_s": Figure(5.0, "measured on toy 2026-01-01")})
+    hw = load_hardware(path, TOY_MODELS)
+    assert (hw.figure("llm", "bundled", "decode_tokens_per_s").value, hw.figure("llm", "bundled", "decode_tokens_per_s").basis) == (5.0, "measured")
+    assert hw.figure("llm", "someone/model", "decode_tokens_per_s").missing      # no parameter count
+
+
+def test_an_api_role_is_priced_from_the_dated_list(tmp_path):
+    """gpt-4 at the list's $30 / $60 per million: 1M prompt and 0.5M completion tokens = $60."""
+    price = load_prices()["gpt-4"]
+    assert (price.input, price.output) == (30.0, 60.0) and price.date and price.source.startswith("https://")
+    t = Totals()
+    t.add(RoleWork("responder.llm", "gpt-4", "llm", "OpenAILLM", prefill=1e6, decode=5e5, calls=10),
+          load_hardware(_hardware(tmp_path), TOY_MODELS), load_prices())
+    assert (t.usd, t.gpu_s, t.missing) == (pytest.approx(60.0), 0.0, {})
+    t.add(RoleWork("responder.llm", "gpt-9", "llm", "OpenAILLM", prefill=1e6), load_hardware(_hardware(tmp_path), TOY_MODELS),
+          load_prices())
+    assert t.missing == {"gpt-9: no price in configs/prices/": 1}
+
+
 @pytest.mark.parametrize("change, key", [
-    ({"llm": [{"name": "x", "up_to_b": 8, "prefill_tokens_per_s": {"value": -3, "source": "s"},
-               "decode_tokens_per_s": {"value": 1, "source": "s"}}]}, "llm[0].prefill_tokens_per_s.value"),
-    ({"llm": [{"name": "x", "up_to_b": 8, "prefill_tokens_per_s": {"value": 5},
-               "decode_tokens_per_s": {"value": 1, "source": "s"}}]}, "llm[0].prefill_tokens_per_s"),
-    ({"encoders": [{"name": "e", "tokens_per_s": {"value": 1, "source": "s"}}]}, "encoders[0]"),
+    ({"constants": {"peak_tflops_bf16": _const(1.0)}}, "constants: missing peak_tflops_fp8"),
+    ({"cited": {"m": {"decode_tokens_per_s": {"value": -3, "source": "s"}}}}, "cited.m.decode_tokens_per_s.value"),
+    ({"cited": {"m": {"decode_tokens_per_s": {"value": 5}}}}, "cited.m.decode_tokens_per_s"),
+    ({"checks": [{"model": "x", "what": "decode_tokens_per_s"}]}, "checks[0]"),
     ({"gpus": 3}, "unknown keys ['gpus']"),
-    ({"params": {"m": "big"}}, "params"),
     ({"memory_gb": 0}, "memory_gb"),
-    ({"weight_bytes": {"m": "fp8"}}, "weight_bytes"),
+    ({"encoder_dtype": "int3"}, "encoder_dtype"),
 ])
 def test_hardware_file_errors_name_the_file_and_key(tmp_path, change, key):
     path = _hardware(tmp_path, **change)
@@ -139,22 +191,25 @@ def test_hardware_file_not_found_names_the_known_ones():
         load_hardware("no-such-gpu")
 
 
-def test_the_cited_file_has_a_source_for_every_figure():
+def test_the_cited_files_have_a_source_and_date_for_every_constant_count_and_price():
     hw = load_hardware("h100")
-    for c in hw.llm + hw.encoders:
-        for what, f in c.figures.items():
-            assert f.source.startswith("https://") if f.value is not None else "none found" in f.source, (c.name, what)
+    for name, f in hw.constants.items():
+        assert f.source and f.note and "20" in f.source, name   # a source, what it prints, its date
+    assert all(c["source"] and c["date"] for c in hw.checks) and len(hw.checks) >= 4
+    for model, facts in hw.models.items():
+        assert facts.source.startswith("https://") and facts.figure, model
+    for model, price in load_prices().items():
+        assert price.source.startswith("https://") and price.date, model
 
 
-def test_size_class_and_measured_figures(tmp_path):
-    path = _hardware(tmp_path)
-    write_measured(path, "bundled", {"prefill_tokens_per_s": Figure(5.0, "measured on toy 2026-01-01"),
-                                     "decode_tokens_per_s": Figure(1.0, "measured on toy 2026-01-01")})
-    hw = load_hardware(path)
-    assert hw.figure("llm", "bundled", "prefill_tokens_per_s")[0].value == 5.0
-    assert hw.figure("llm", "Qwen/Qwen2.5-0.5B-Instruct", "decode_tokens_per_s")[0].value == DECODE_RATE
-    assert hw.figure("llm", "Qwen/Qwen3-8B", "decode_tokens_per_s")[0].missing      # larger than every class
-    assert hw.figure("llm", "someone/model", "decode_tokens_per_s")[0].missing      # size unknown
+def test_model_facts_errors_name_the_file_and_key():
+    from harness.report.tables.model_facts import parse_models
+
+    for node, key in (({"m": {"params_b": 1}}, "models.m"), ({"m": {"params_b": 1, "source": "s", "dtype": "fp7"}}, "models.m.dtype"),
+                      ({"m": {"params_b": 1, "active_b": 2, "source": "s"}}, "models.m.active_b")):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as e:
+            parse_models(node, "f.yaml: models")
+        assert "\n" not in str(e.value)
 
 
 def test_calibrate_writes_the_encoder_probe_and_refuses_llm_without_vllm(tmp_path, monkeypatch):
@@ -211,7 +266,12 @@ def test_full_plan_of_every_table_runs_offline(tmp_path):
     specs = tables.all_specs()
     assert [t["table"] for t in r["tables"]] == [s.id for s in specs]
     assert r["total"]["points"] == sum(not p.skip for s in specs for p in s.runs("full"))
-    assert r["total"]["gpu_hours"] > 0 and r["hardware"]["figures"]
+    assert r["total"]["gpu_hours"] > 0 and r["hardware"]["constants"] and r["hardware"]["checks"]
+    # every model role the full tables run has a throughput, every API role a price
+    gaps = [why for why in r["total"]["missing"] if "no throughput" in why or "no price" in why or "not modelled" in why]
+    assert not gaps
+    assert set(r["total"]["basis_hours"]) == {"derived"} and r["total"]["usd"] > 0
+    assert r["total"]["wall"]["hours"] >= r["total"]["wall"]["longest_job_hours"] > 0
     unfit = {(row["model"], row["tensor_parallel"]) for row in r["total"]["roles"] if row["fit"]}
     assert unfit == {("deepseek-ai/DeepSeek-R1-0528", 8)}   # the one full-scale role that cannot load on 8 x H100
     for t in r["tables"]:
@@ -252,3 +312,87 @@ def test_a_swept_point_has_the_slices_of_its_own_composition(tmp_path):
         swept = [p for p in spec.runs("full") if not p.skip and len(p.key.split("|")) > 2]
         for p in swept[:: max(1, len(swept) // 3)][:3]:
             assert planner.point(spec, p).slices == composition(tuple(p.overrides), "full", tuple(extra)).slices, p.key
+
+
+def test_a_cold_smoke_plan_estimates_cpu_from_the_committed_index(tmp_path):
+    """No cached timing (an empty cache): the table's seconds come from results/index.json."""
+    from harness.report.tables.index import load
+    from harness.report.tables.render import RESULTS
+
+    row = load(RESULTS, "smoke")["lgmgc/table1"]
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "tables", "plan", "--tables", "lgmgc/table1",
+                          "--scale", "smoke", "--set", f"cache.dir={tmp_path}"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [ln.strip() for ln in out.stdout.splitlines() if ln.strip().startswith("CPU:")]
+    assert len(lines) == 2   # the table's and the total's
+    assert all(f"estimate from results/index.json (commit {row.commit}, {row.date}" in ln
+               and f"{row.computed:,.0f} s computed by its smoke runs" in ln for ln in lines)
+    assert "no cached timing" in lines[0]
+
+
+def test_longbench_sizes_come_from_its_published_statistics():
+    """LongBench task.md: NarrativeQA 200 rows of 18,409 words; MultiFieldQA-zh 200 of 6,701
+    characters; a row is one document and one question; "all" is the eight QA subsets, 1,550 rows."""
+    from harness.report.tables.workload import paper_size
+
+    work = {**WORK, "cl100k_per_zh_char": 2.0}
+    target = "harness.data.longbench.LongBench"
+    nqa = paper_size([], {"_target_": target, "subset": "narrativeqa"}, work)
+    assert (nqa.documents, nqa.questions, nqa.doc_tokens) == (200, 200, 18409 * 1.0)
+    zh = paper_size([{"name": "x", "questions": 50}], {"_target_": target, "subset": "multifieldqa_zh"}, work)
+    assert (zh.documents, zh.questions, zh.doc_tokens) == (50, 50, 6701 * 2.0)
+    every = paper_size([], {"_target_": target, "subset": "all"}, work)
+    words = 9151 + 4887 + 11214 + 18409 + 3619   # the English subsets of 200 rows
+    expected = (200 * words + 150 * 4559 + 200 * (15768 + 6701) * 2.0) / 1550
+    assert (every.documents, every.questions) == (1550, 1550) and every.doc_tokens == pytest.approx(expected)
+    zh = paper_size([{"name": "QChunker's", "documents": 200, "questions": 200}],
+                    {"_target_": "harness.data.multifieldqa_zh.MultiFieldQAZh"}, {**WORK, "cl100k_per_zh_char": 2.0})
+    assert zh.doc_tokens == 6701 * 2.0   # QChunker's copy is LongBench's MultiFieldQA-zh
+
+
+def test_nq_counts_a_document_per_question_and_a_whole_bundled_dataset_is_counted(tmp_path):
+    """MC-indexing's NQ test set is question-article pairs: 586 questions, 586 documents. Chroma's
+    evaluation is bundled whole, so a full-scale point is sized on the data (5 corpora, 472 questions)."""
+    from harness.report.tables.workload import paper_size
+
+    nq = paper_size([{"name": "NQ", "questions": 586}], {"_target_": "harness.data.nq.NaturalQuestions", "split": "validation"},
+                    WORK)
+    assert (nq.documents, nq.questions, nq.doc_tokens) == (586, 586, 17.4 * 1000)
+    (tmp_path / "toy").mkdir()
+    path = tmp_path / "toy" / "chroma.yaml"
+    path.write_text(TOY.replace("dataset=qasper", "dataset=chroma"), encoding="utf-8")
+    spec = tables.load_spec(path, tmp_path)
+    plans, _ = plan_tables([spec], "full", [f"cache.dir={tmp_path / 'cache'}"], WORK)
+    size = plans[0].points[0].size
+    assert (size.documents, size.questions) == (5, 472) and size.doc_tokens > 0
+    assert size.source.startswith("counted on the loaded data")
+
+
+def _plan_cli(*args):
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "tables", "plan", *args], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_plan_lines_say_what_each_figure_rests_on(tmp_path):
+    """Through the CLI: a table whose sizes are all known prints GPU-hours with no unknown term,
+    by basis, API dollars and the wall-clock; a measured figure in a copy of the hardware file
+    replaces the derived one on its role's lines, at tokens / (tokens/s) / 3600."""
+    import shutil
+
+    hw = tmp_path / "h100.yaml"
+    shutil.copy(load_hardware("h100").path, hw)
+    write_measured(hw, "intfloat/e5-large", {"tokens_per_s": Figure(1000.0, "measured on toy 2026-01-01")})
+    args = ["--tables", "lgmgc/table2", "--scale", "full", "--hardware", str(hw), "--set", f"cache.dir={tmp_path}"]
+    text = _plan_cli(*args)
+    total = text.split("\nTOTAL: ")[1].split("\n\n")[0].splitlines()
+    assert "unknown" not in total[1] and "(derived " in total[1] and "measured " in total[1]
+    assert "API $0" in total[1] and "wall-clock >= " in total[1] and "at 16 jobs at once" in total[1]
+    roles = total[2:]
+    assert roles and all(ln.rstrip().endswith(("[derived]", "[measured]")) for ln in roles)
+    assert all(ln.rstrip().endswith("[measured]") for ln in roles if "intfloat/e5-large" in ln)
+    r = json.loads(_plan_cli(*args, "--json"))
+    for row in r["total"]["roles"]:
+        if row["model"] == "intfloat/e5-large":
+            assert row["gpu_hours"] == pytest.approx(row["embedded"] / 1000.0 / 3600)

@@ -1,6 +1,6 @@
 """``tables calibrate``: a short, bounded throughput probe per model on the machine it runs on
 (a GPU node before a large submission), written into the hardware file under ``measured:``,
-where it replaces the cited size-class figures for that model in ``tables plan``.
+where it replaces the derived (or cited) figures for that model in ``tables plan``.
 
     encoder:<model>  sentence-transformers: a fixed set of passages embedded until the time limit
     llm:<model>      vLLM (the default kind): a batch of long prompts with one reply token

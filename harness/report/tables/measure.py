@@ -194,6 +194,7 @@ def measure_all(choices: Sequence[str], dataset: Sequence[str] = ("dataset=ohrbe
         "wordpiece_per_cl100k": round(sum(encoder.count(d.text) for d in docs) / cl100k, 4),
         "words_per_sentence": round(words / sentences, 3),
         "question_cl100k": round(sum(llm_tok.count(q.question) for q in questions) / max(1, len(questions)), 2),
+        **zh_ratio(),
         "methods": {},
     }
     for choice in choices:
@@ -204,6 +205,18 @@ def measure_all(choices: Sequence[str], dataset: Sequence[str] = ("dataset=ohrbe
             log(f"  {choice} failed: {type(e).__name__}: {e}")
             out["methods"][choice] = {"target": None, "error": f"{type(e).__name__}: {' '.join(str(e).split())}"}
     return out
+
+
+def zh_ratio(dataset: Sequence[str] = ("dataset=crud",)) -> dict[str, Any]:
+    """cl100k tokens per character of Chinese text, on the bundled Chinese documents: what turns
+    a Chinese dataset's published length (LongBench counts characters) into tokens."""
+    from harness.pipeline.components import build_component
+    from harness import registry
+
+    docs = build_component(registry.compose(list(dataset)).dataset, "dataset").load().documents
+    chars, tokens = sum(len(d.text) for d in docs), sum(Tokenizer("tokens", LLM_TOKENIZER).count(d.text) for d in docs)
+    return {"cl100k_per_zh_char": round(tokens / chars, 4),
+            "zh_corpus": f"{' '.join(dataset)} (bundled): {len(docs)} documents, {chars} characters, {tokens} cl100k tokens"}
 
 
 def load_method_work(path: Path = METHOD_WORK) -> dict[str, Any]:

@@ -10,49 +10,69 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.report.tables.hardware import Hardware
+from harness.report.tables.prices import Price, load_prices
 from harness.report.tables.plan import LAUNCHER, Planner, PointPlan, TablePlan, launcher
 from harness.report.tables.spec import REPO
 from harness.report.tables.workload import RoleWork
 
-ESTIMATE = "estimate: counted work / cited throughput"
+ESTIMATE = "estimate: counted work / throughput derived from cited constants (or cited, or measured)"
 
 
 def gpu_seconds(w: RoleWork, hw: Hardware) -> tuple[float | None, str]:
     """GPU-seconds of one role's work (per-GPU figures: a tensor-parallel engine on n GPUs runs
-    n times faster on n GPUs, so its GPU-seconds are the same), and what they rest on."""
+    n times faster on n GPUs, so its GPU-seconds are the same), and what they rest on: the
+    figures' basis (derived | cited | measured), or why there are none."""
     if w.missing:
         return None, w.missing
     if w.served:
-        return 0.0, "served (OpenAI-compatible API): tokens, no GPU of ours"
+        return 0.0, "served"
     if w.kind == "llm":
-        (pf, pw), (df, _) = hw.figure("llm", w.model, "prefill_tokens_per_s"), hw.figure("llm", w.model, "decode_tokens_per_s")
+        pf = hw.figure("llm", w.model, "prefill_tokens_per_s", w.tensor_parallel, w.quantization)
+        df = hw.figure("llm", w.model, "decode_tokens_per_s", w.tensor_parallel, w.quantization)
         if pf.missing or (df.missing and w.decode):
-            return None, f"{w.model}: no throughput figure ({pf.source if pf.missing else df.source})"
-        return w.prefill / pf.value + (w.decode / df.value if w.decode else 0.0), pw
+            return None, f"{w.model}: no throughput ({pf.source if pf.missing else df.source})"
+        basis = pf.basis if not w.decode or df.basis == pf.basis else f"{pf.basis}+{df.basis}"
+        return w.prefill / pf.value + (w.decode / df.value if w.decode else 0.0), basis
     model = w.model.split(" | ")[0]
-    f, what = hw.figure("encoder", model, "tokens_per_s")
+    f = hw.figure("encoder", model, "tokens_per_s")
     if f.missing:
-        return None, f"{model}: no throughput figure ({f.source})"
-    return w.embedded / f.value, what
+        return None, f"{model}: no throughput ({f.source})"
+    return w.embedded / f.value, f.basis
+
+
+def dollars(w: RoleWork, prices: dict[str, Price]) -> tuple[float | None, str]:
+    """An API role's price: its prompt (or embedded) and completion tokens at the list's rates."""
+    price = prices.get(w.model)
+    if price is None:
+        return None, f"{w.model}: no price in configs/prices/"
+    return price.dollars(w.prefill + w.embedded, w.decode), f"cited ({price.source}, {price.date})"
 
 
 @dataclass
 class Totals:
-    """Work and GPU-seconds summed over stage identities (each once)."""
+    """Work, GPU-seconds and API dollars summed over stage identities (each once)."""
 
     by_role: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     gpu_s: float = 0.0
+    job_s: float = 0.0     # seconds of the jobs that do the work: GPU-seconds / the GPUs each job holds
+    usd: float = 0.0
+    basis: dict[str, float] = field(default_factory=dict)    # derived | cited | measured -> GPU-seconds
     missing: dict[str, int] = field(default_factory=dict)   # why -> stage works left out
 
-    def add(self, w: RoleWork, hw: Hardware) -> None:
+    def add(self, w: RoleWork, hw: Hardware, prices: dict[str, Price], gpus: int = 1) -> None:
         """A stage's work for one role: its tokens whenever its size is known; its GPU-seconds
-        when a throughput figure is there too (else the gap is counted, never a zero)."""
+        (or, served, its dollars) when a figure (or a price) is there too, else the gap is counted,
+        never a zero."""
         s, why = gpu_seconds(w, hw)
+        usd = None
+        if s is not None and w.served:
+            usd, why = dollars(w, prices)
+            s = None if usd is None else 0.0
         row = self.by_role.setdefault((w.role, w.model, w.backend), {
             "role": w.role, "model": w.model, "backend": w.backend, "tensor_parallel": w.tensor_parallel,
             "fit": hw.fit(w.model, w.tensor_parallel, w.quantization, w.memory_share)
             if w.kind == "llm" and w.backend == "VLLM" else None,
-            "prefill": 0.0, "decode": 0.0, "embedded": 0.0, "calls": 0.0, "gpu_s": 0.0,
+            "prefill": 0.0, "decode": 0.0, "embedded": 0.0, "calls": 0.0, "gpu_s": 0.0, "usd": 0.0,
             "counted": 0, "work_unknown": 0, "no_figure": 0, "why": set()})
         row["why"].add(why)
         if w.missing:
@@ -65,13 +85,21 @@ class Totals:
                 row["no_figure"] += 1
         if s is None:
             self.missing[why] = self.missing.get(why, 0) + 1
+            return
+        row["gpu_s"] += s
+        self.gpu_s += s
+        self.job_s += s / max(1, gpus)
+        if usd is not None:
+            row["usd"] += usd
+            self.usd += usd
         else:
-            row["gpu_s"] += s
-            self.gpu_s += s
+            self.basis[why] = self.basis.get(why, 0.0) + s
 
 
-def totals(points: list[PointPlan], planner: Planner, hw: Hardware) -> tuple[Totals, dict[str, int]]:
+def totals(points: list[PointPlan], planner: Planner, hw: Hardware, prices: dict[str, Price] | None = None
+           ) -> tuple[Totals, dict[str, int]]:
     """Each distinct stage identity of ``points`` once; and how many distinct each stage has."""
+    prices = load_prices() if prices is None else prices
     t, seen, distinct = Totals(), set(), defaultdict(int)
     for p in points:
         for stage, identity in p.stages.items():
@@ -80,7 +108,7 @@ def totals(points: list[PointPlan], planner: Planner, hw: Hardware) -> tuple[Tot
             seen.add(identity)
             distinct[stage] += 1
             for w in planner.stage_work[identity]:
-                t.add(w, hw)
+                t.add(w, hw, prices, p.gpus)
     return t, dict(distinct)
 
 
@@ -94,17 +122,31 @@ def point_gpu_hours(p: PointPlan, planner: Planner, hw: Hardware) -> tuple[float
     return hours, missing
 
 
+def wall_hours(t: Totals, points: list[PointPlan], planner: Planner, hw: Hardware, parallelism: int,
+               limit_h: float | None = None) -> dict[str, Any]:
+    """The array's wall-clock, a lower bound: its jobs' hours spread evenly over ``parallelism``
+    jobs at once, and never less than its longest job (a point alone, on the GPUs it asks for);
+    and how many jobs alone would run past the launcher's time limit (``limit_h``)."""
+    jobs = [point_gpu_hours(p, planner, hw)[0] / max(1, p.gpus) for p in points]
+    longest, spread = max(jobs, default=0.0), t.job_s / 3600 / max(1, parallelism)
+    return {"hours": max(longest, spread), "longest_job_hours": longest, "spread_hours": spread,
+            "parallelism": parallelism, "over_limit": sum(h > limit_h for h in jobs) if limit_h else 0,
+            "limit_hours": limit_h}
+
+
 def report(plans: list[TablePlan], planner: Planner, hw: Hardware, cached: dict[str, float] | None = None
            ) -> dict[str, Any]:
     """Everything the text and ``--json`` print: per table and in total."""
-    sl = launcher()
+    sl, prices = launcher(), load_prices()
+    parallelism = int(sl.get("array_parallelism") or 1)
+    limit_h = float(sl["timeout_min"]) / 60 if sl.get("timeout_min") else None
     tables = []
     for tp in plans:
-        t, distinct = totals(tp.points, planner, hw)
+        t, distinct = totals(tp.points, planner, hw, prices)
         tables.append({
             "table": tp.spec.id, "points": len(tp.points), "not_run_at_scale": tp.not_run,
             "jobs": len(tp.points), "jobs_by_gpus": _count(p.gpus for p in tp.points),
-            "stages_computed": distinct, "gpu_hours": t.gpu_s / 3600, "missing": t.missing,
+            "stages_computed": distinct, **_sums(t), "wall": wall_hours(t, tp.points, planner, hw, parallelism, limit_h),
             "roles": [_role_row(r) for r in t.by_role.values()],
             "sizes": _count(f"{p.group}: {p.size.source}" for p in tp.points),
             "documents": sum(p.size.documents or 0 for p in tp.points),
@@ -113,17 +155,20 @@ def report(plans: list[TablePlan], planner: Planner, hw: Hardware, cached: dict[
             "pairwise": (f"row {tp.spec.pairwise.a} against row {tp.spec.pairwise.b}, each answer order"
                          if tp.spec.pairwise else None),
         })
-    t, distinct = totals([p for tp in plans for p in tp.points], planner, hw)
+    everything = [p for tp in plans for p in tp.points]
+    t, distinct = totals(everything, planner, hw, prices)
     return {
         "label": f"{ESTIMATE} ({hw.path.name}: {hw.gpu})", "scale": plans[0].scale if plans else None,
         "hardware": {"file": str(hw.path), "gpu": hw.gpu, "assumptions": list(hw.assumptions),
-                     "figures": _figures(hw)},
+                     "constants": {k: vars(f) for k, f in hw.constants.items()}, "checks": hw.check_ratios(),
+                     "measured": {m: {k: vars(f) for k, f in figs.items()} for m, figs in hw.measured.items()}},
         "launcher": {"file": str(LAUNCHER.relative_to(REPO)), "array_parallelism": sl.get("array_parallelism"),
                      "gpus_per_task": sl.get("gpus_per_task"), "timeout_min": sl.get("timeout_min")},
         "method_work": planner.work.get("corpus"),
         "tables": tables,
         "total": {"points": sum(x["points"] for x in tables), "jobs": sum(x["jobs"] for x in tables),
-                  "stages_computed": distinct, "gpu_hours": t.gpu_s / 3600, "missing": t.missing,
+                  "stages_computed": distinct, **_sums(t),
+                  "wall": wall_hours(t, everything, planner, hw, parallelism, limit_h),
                   "roles": [_role_row(r) for r in t.by_role.values()]},
         "cached_cpu_seconds": cached,
     }
@@ -149,17 +194,9 @@ def _point_row(p: PointPlan, planner: Planner, hw: Hardware) -> dict[str, Any]:
             "gpu_hours_alone": hours, "role_works_missing": missing, "work": work}
 
 
-def _figures(hw: Hardware) -> list[dict[str, Any]]:
-    out = []
-    for kind, classes in (("llm", hw.llm), ("encoder", hw.encoders)):
-        for c in classes:
-            for what, f in c.figures.items():
-                out.append({"kind": kind, "class": c.name, "up_to": c.up_to, "figure": what, "value": f.value,
-                            "source": f.source, "note": f.note})
-    for model, figs in hw.measured.items():
-        for what, f in figs.items():
-            out.append({"kind": "measured", "class": model, "figure": what, "value": f.value, "source": f.source})
-    return out
+def _sums(t: Totals) -> dict[str, Any]:
+    return {"gpu_hours": t.gpu_s / 3600, "usd": t.usd, "missing": t.missing,
+            "basis_hours": {k: v / 3600 for k, v in sorted(t.basis.items())}}
 
 
 def to_json(r: dict[str, Any]) -> str:

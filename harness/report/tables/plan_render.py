@@ -18,14 +18,45 @@ def _n(x: float) -> str:
     return f"{x:.0f}"
 
 
+BASES = ("derived", "cited", "measured")
+
+
 def _hours(h: float, missing: dict[str, int]) -> str:
     text = f"{h:,.1f} GPU-h" if h >= 0.1 or not h else f"{h * 60:.1f} GPU-min"
-    n = sum(missing.values())
-    return text + (f" + unknown ({n} stage work(s) without a size or a throughput figure)" if n else "")
+    if not (n := sum(missing.values())):
+        return text
+    kinds: dict[str, int] = {}
+    for why, k in missing.items():
+        kind = ("a throughput" if "no throughput" in why else "a price" if "no price" in why
+                else "a data size" if why.startswith("unknown:") else "a model of its work")
+        kinds[kind] = kinds.get(kind, 0) + k
+    return text + f" + unknown ({n} stage work(s): " + ", ".join(f"{k} without {w}" for w, k in kinds.items()) + ")"
+
+
+def _basis(r: dict[str, Any]) -> str:
+    """What a role's figures are: derived, cited or measured (a price is cited)."""
+    found = sorted({b for w in r["why"] for b in BASES if w.startswith(b) or f"+{b}" in w})
+    return "/".join(found) or "-"
+
+
+def _cost(t: dict[str, Any], smoke: bool = False) -> str:
+    """A block's cost line: GPU-hours by basis, API dollars, the wall-clock at the array's parallelism."""
+    basis = ", ".join(f"{k} {v:,.1f}" for k, v in t.get("basis_hours", {}).items() if v >= 0.05)
+    wall = t.get("wall") or {}
+    out = _hours(t["gpu_hours"], t["missing"]) + (f" ({basis})" if basis else "")
+    out += f"; API ${t.get('usd', 0.0):,.0f}"
+    if wall:
+        out += (f"; wall-clock >= {wall['hours']:,.1f} h at {wall['parallelism']} jobs at once "
+                f"(longest job {wall['longest_job_hours']:,.1f} h")
+        if wall.get("over_limit"):
+            out += f"; {wall['over_limit']} job(s) past the {wall['limit_hours']:g} h time limit"
+        out += ")"
+    return out
 
 
 def _roles(rows: list[dict[str, Any]], indent: str, smoke: bool = False) -> list[str]:
-    """One line per role and model: the work counted, its GPU-hours, and what is not counted."""
+    """One line per role and model: the work counted, its GPU-hours (or dollars) and what they
+    rest on, and what is not counted."""
     out = []
     for r in sorted(rows, key=lambda r: (r["role"], r["model"])):
         tp = f" TP{r['tensor_parallel']}" if r["tensor_parallel"] > 1 else ""
@@ -38,15 +69,15 @@ def _roles(rows: list[dict[str, Any]], indent: str, smoke: bool = False) -> list
         if smoke:
             gpu = ""
         elif r["backend"].startswith("OpenAI"):
-            gpu = "served: API tokens, no GPU"
+            gpu = f"API ${r['usd']:,.0f} [cited price]" + (" + unknown" if r["no_figure"] or not r["counted"] else "")
         elif r["no_figure"] or not r["counted"]:
             gpu = "GPU-h unknown" if not r["gpu_s"] else f"{_hours(r['gpu_hours'], {})} + unknown"
         else:
-            gpu = _hours(r["gpu_hours"], {})
+            gpu = f"{_hours(r['gpu_hours'], {})} [{_basis(r)}]"
         line = f"{indent}{r['role']:<26} {r['model'] + tp:<42} {work:<56} {gpu}"
         if r.get("fit"):  # before a submission: the engine would fail to load
             line += f"  [{r['fit']}]"
-        gaps = [w for w in r["why"] if not w.startswith(("class ", "served"))]
+        gaps = [w for w in r["why"] if not w.startswith(BASES)]
         if r["work_unknown"] or (r["no_figure"] and not smoke):
             line += f"  ({r['work_unknown'] + r['no_figure']} of {r['counted'] + r['work_unknown']} stage works: " \
                     f"{'; '.join(gaps)[:160]})"
@@ -54,11 +85,36 @@ def _roles(rows: list[dict[str, Any]], indent: str, smoke: bool = False) -> list
     return out
 
 
-def _cpu(c: dict[str, Any] | None) -> str:
-    if not c or not c["stages"]:
-        return "CPU: no cached timing"
-    got = f"CPU from the cache: chunking {c['seconds']:,.0f} s ({c['found']} of {c['stages']} chunk stages"
-    return got + (")" if c["found"] == c["stages"] else f"; {c['stages'] - c['found']} with no cached timing)")
+def _cpu(c: dict[str, Any] | None, index: dict[str, Any] | None = None) -> str:
+    """The cache's recorded chunking seconds; where it has none (a cold cache), the estimate the
+    committed results index gives: the seconds the table's own smoke runs computed when rendered."""
+    if c and c["stages"] and c["found"]:
+        got = f"CPU from the cache: chunking {c['seconds']:,.0f} s ({c['found']} of {c['stages']} chunk stages"
+        return got + (")" if c["found"] == c["stages"] else f"; {c['stages'] - c['found']} with no cached timing)")
+    if not index:
+        return "CPU: no cached timing, and no row in results/index.json"
+    tables = "" if "tables" not in index else f", {index['tables']} of {index['of']} tables indexed"
+    return (f"CPU: no cached timing; estimate from results/index.json (commit {index['commit']}, {index['date']}"
+            f"{tables}): {index['computed']:,.0f} s computed by its smoke runs (+ {index['reused']:,.0f} s of "
+            f"other tables' runs read from the cache, computed anew in a cold one)")
+
+
+def indexed_cpu_seconds(r: dict[str, Any]) -> None:
+    """Each smoke table's cold CPU seconds from the committed ``results/index.json`` (its runs'
+    computed and reused seconds when last rendered), set on the report's tables and total."""
+    from harness.report.tables.index import load
+    from harness.report.tables.render import RESULTS
+
+    rows = load(RESULTS, "smoke")
+    for t in r["tables"]:
+        row = rows.get(t["table"])
+        t["index"] = None if row is None else {"computed": row.computed, "reused": row.reused,
+                                               "commit": row.commit, "date": row.date}
+    found = [t["index"] for t in r["tables"] if t["index"]]
+    r["total"]["index"] = {"computed": sum(i["computed"] for i in found), "reused": sum(i["reused"] for i in found),
+                           "commit": ", ".join(sorted({i["commit"] for i in found})) or "-",
+                           "date": ", ".join(sorted({i["date"] for i in found})) or "-",
+                           "tables": len(found), "of": len(r["tables"])} if found else None
 
 
 def text(r: dict[str, Any]) -> str:
@@ -80,7 +136,7 @@ def text(r: dict[str, Any]) -> str:
         lines += [f"[{t['table']}] {t['points']} points ({t['not_run_at_scale']} not run at this scale), "
                   f"{jobs}; {_n(t['documents'])} documents and {_n(t['questions'])} "
                   f"questions read (summed over points); stages computed: {stages or 'none'}",
-                  f"    {_cpu((cached.get('tables') or {}).get(t['table'])) if smoke else _hours(t['gpu_hours'], t['missing'])}"
+                  f"    {_cpu((cached.get('tables') or {}).get(t['table']), t.get('index')) if smoke else _cost(t)}"
                   + ("" if t["roles"] else " (no model role: no GPU work)")]
         lines += _roles(t["roles"], "    ", smoke)
         lines += [f"    size {why} [{n} point(s)]" for why, n in t["sizes"].items()]
@@ -96,7 +152,7 @@ def text(r: dict[str, Any]) -> str:
     lines += ["", f"TOTAL: {tot['points']} points{'' if smoke else ', ' + str(tot['jobs']) + ' jobs'}; "
                   f"stages computed once across tables: "
                   + ", ".join(f"{k} {v}" for k, v in tot["stages_computed"].items()),
-              f"    {_cpu(cached.get('total')) if smoke else _hours(tot['gpu_hours'], tot['missing'])}"
+              f"    {_cpu(cached.get('total'), tot.get('index')) if smoke else _cost(tot)}"
               + ("" if smoke else f"  [{r['label']}]")]
     lines += _roles(tot["roles"], "    ", smoke)
     if smoke:
@@ -110,11 +166,17 @@ def text(r: dict[str, Any]) -> str:
     hw = r["hardware"]
     lines += ["", f"Hardware file {hw['file']} ({hw['gpu']}); assumptions:"]
     lines += [f"    - {a}" for a in hw["assumptions"]]
-    lines += ["  figures (per GPU):"]
-    for f in hw["figures"]:
-        value = "none" if f["value"] is None else f"{f['value']:,.0f} tok/s"
-        lines.append(f"    {f['kind']} {f['class']} {f['figure']}: {value} [{f['source']}]"
-                     + (f" ({f['note']})" if f.get("note") else ""))
+    lines += ["  constants (derived figures: harness/report/tables/throughput.py; models: configs/hardware/models.yaml):"]
+    for name, f in hw["constants"].items():
+        lines.append(f"    {name}: {f['value']:g} [{f['source']}] ({f['note']})")
+    for model, figs in hw.get("measured", {}).items():
+        lines += [f"    measured {model} {what}: {f['value']:,.0f} tok/s [{f['source']}]" for what, f in figs.items()]
+    lines += ["  checks (derived under the published run's conditions / published):"]
+    for c in hw["checks"]:
+        lines.append(f"    {c['model']} {c['what']} (batch {c['batch']}, TP {c['tp']}, {c['dtype']}): derived "
+                     f"{c['derived']:,.0f} / published {c['value']:,.0f} = {c['ratio']:.2f}x [{c['source']}, {c['date']}]")
+    if not hw["checks"]:
+        lines.append("    none: no published throughput for this GPU is cited in the hardware file")
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ Per role (``Role.path``; the stage is the one that reads the role's config group
     metrics.chunkscore.* every indexed chunk scored with and without the document (llm) or
                         embedded (embedder)
     metrics.rewrite_perplexity.llm  every chunk's source and rewrite scored: 2 x the document tokens
+    metrics.qa_similarity.embedder  per question: the question and its answer (at its reply budget)
 """
 
 from __future__ import annotations
@@ -106,11 +107,41 @@ def loader(ds: dict[str, Any]) -> str:
     return parts[2] if len(parts) > 3 else str(ds.get("name") or "")
 
 
+# Loaders whose every row is one question on its own document (their docstrings say so), so a
+# paper that counts questions counts documents: LongBench's rows carry their context, MC-indexing's
+# NQ test set is 586 "question-article pairs" (harness/data/nq.py: one row = one question on one page).
+ONE_DOCUMENT_PER_QUESTION = ("longbench", "nq")
+# Loaders whose bundled sample is the whole released dataset (its SOURCE.md says so): a full-scale
+# point is sized on the data itself, as a smoke point is.
+COMPLETE_HERE = ("chroma",)
+
+
+def longbench(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float, float, str] | None:
+    """(rows, cl100k tokens per row's document, source) of the LongBench subsets a point loads,
+    from LongBench's published statistics: each row is one document and one question."""
+    from harness.data.longbench import QA_SUBSETS, ZH_SUBSETS
+
+    # QChunker's MultiFieldQA_zh is LongBench's 200 rows (harness/data/samples/multifieldqa_zh/SOURCE.md)
+    subset = "multifieldqa_zh" if loader(ds) == "multifieldqa_zh" else ds.get("subset") or "all"
+    names = QA_SUBSETS if subset == "all" else (subset,) if isinstance(subset, str) else tuple(subset)
+    rows = tokens = 0.0
+    for name in names:
+        n, length = (_stat("longbench/task_stats.csv", name, f"stats/{c}") for c in ("samples", "avg_len"))
+        if n is None or length is None or (name in ZH_SUBSETS and "cl100k_per_zh_char" not in work):
+            return None
+        rows += n
+        tokens += n * length * (work["cl100k_per_zh_char"] if name in ZH_SUBSETS else work["cl100k_per_word"])
+    return rows, tokens / rows, (f"LongBench task.md ({'+'.join(names)}: {rows:g} rows, mean length x "
+                                 f"{work['cl100k_per_word']} cl100k tokens/word, zh x {work.get('cl100k_per_zh_char')}/character)")
+
+
 def paper_length(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float | None, float | None, str]:
     """(cl100k tokens per document, per question, source) from the papers' statistics for the
     dataset a point loads (its resolved ``dataset`` config), or (None, None, why not)."""
     name, subset = loader(ds), str(ds.get("subset") or "")
     per_word, per_sentence = work["cl100k_per_word"], work["words_per_sentence"] * work["cl100k_per_word"]
+    if name in ("longbench", "multifieldqa_zh") and (stats := longbench(ds, work)):
+        return stats[1], None, stats[2]
     hichunk = {"qasper": "qasper", "gutenqa": "gutenqa", "ohrbench": "ohrbench"}.get(name)
     if name == "hicbench":
         hichunk = {"HiCBench": "hicbench_t1", "qasper_all": "qasper", "OHRBench_sub": "ohrbench",
@@ -145,6 +176,10 @@ def paper_size(declared: list[dict[str, Any]], ds: dict[str, Any], work: dict[st
     entry = declared[0] if declared else {}
     docs, questions = entry.get("documents"), entry.get("questions")
     tokens, q_tokens, where = paper_length(ds, work)
+    if loader(ds) == "longbench" and (stats := longbench(ds, work)):
+        questions = stats[0] if questions is None else questions
+    if docs is None and loader(ds) in ONE_DOCUMENT_PER_QUESTION:
+        docs = questions
     for key, value in (("limit_docs", docs), ("limit_queries", questions)):
         cap = ds.get(key)
         if cap is not None and value is not None:
@@ -261,6 +296,11 @@ def _metric_work(out: RoleWork, role: Role, slices, size: DataSize, per, work, c
             out.prefill = 2 * doc_k * per["indexed"] / work["wordpiece_per_cl100k"]
         else:
             out.embedded = doc_k * per["indexed"]
+    elif metric == "qa_similarity" and need(q, size.question_tokens):
+        r = slices.get("responder") or {}
+        answer = float(r.get("max_tokens") or _template(r, slices.get("dataset") or {}).get("max_tokens") or 0)
+        out.embedded = q * (size.question_tokens + answer) * work["wordpiece_per_cl100k"]
+        out.notes.append("each question and its answer embedded once, the answer at its reply budget (an upper bound)")
     elif metric == "rewrite_perplexity" and need(doc_k):
         out.prefill = 2 * doc_k * 1000
         out.notes.append("every chunk counted as rewritten (an upper bound)")
