@@ -51,26 +51,49 @@ class BM25Retriever(Retriever):
         self.k1, self.b, self.method = k1, b, method
 
     def build(self, chunks: Sequence[Chunk]):
+        """(the engine, or None for a collection without a term, and the number of chunks)."""
         if self.method == "okapi":
             from rank_bm25 import BM25Okapi
 
             docs = [self.tokens(c.text) for c in chunks]
             # rank_bm25 divides by the number of distinct terms: a collection without any has no index.
-            return BM25Okapi(docs, k1=self.k1, b=self.b) if any(docs) else len(chunks)
+            return (BM25Okapi(docs, k1=self.k1, b=self.b) if any(docs) else None), len(chunks)
         import bm25s
 
-        index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         ids, vocab = token_ids(self.tokens(c.text) for c in chunks)
-        index.index((ids, vocab) if vocab else [[] for _ in ids], show_progress=False)
-        return index
+        if not vocab:  # bm25s takes the largest id of an empty vocabulary
+            return None, len(chunks)
+        index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        index.index((ids, vocab), show_progress=False)
+        return index, len(chunks)
 
     def search(self, index, queries: Sequence[Query], k: int):
-        if isinstance(index, int):
-            return top_k(np.zeros((len(queries), index)), k)
+        engine, n = index
+        terms = [self.tokens(q.question) for q in queries]
         # Every chunk of the collection scored, so ties rank by position; ``queries`` is a batch
-        # (Retriever.search_rows), so the matrix is bounded.
-        scores = np.vstack([index.get_scores(self.tokens(q.question)) for q in queries])
-        return top_k(scores, k)
+        # (Retriever.search_rows), so the matrix is bounded. bm25s cannot score an empty query.
+        scores = np.zeros((len(queries), n))
+        for row, t in zip(scores, terms):
+            if t and engine is not None:
+                row[:] = engine.get_scores(t)
+        return nothing_without_terms(top_k(scores, k), terms)
+
+    def unsearchable(self, queries: Sequence[Query]) -> list[str]:
+        return without_terms(self.tokens, queries)
+
+
+def without_terms(tokens, queries: Sequence[Query]) -> list[str]:
+    """The qids of ``queries`` whose question has no term (``??? !!!``, emoji only)."""
+    return [q.qid for q in queries if not tokens(q.question)]
+
+
+def nothing_without_terms(found: tuple[np.ndarray, np.ndarray], terms: Sequence[list[str]]):
+    """A search's rows with those of questions without a term emptied: scored against nothing,
+    every chunk ties at 0, and the first ones in the document would be retrieved for no reason."""
+    positions, scores = found
+    empty = np.array([not t for t in terms], dtype=bool)
+    positions[empty], scores[empty] = -1, -np.inf
+    return positions, scores
 
 
 def token_ids(docs: Iterable[list[str]]) -> tuple[list[array], dict[str, int]]:
@@ -110,4 +133,7 @@ class TfidfRetriever(Retriever):
             scores = np.zeros((len(queries), matrix))
         else:
             scores = (vec.transform([q.question for q in queries]) @ matrix.T).toarray()
-        return top_k(scores, k)
+        return nothing_without_terms(top_k(scores, k), [self.tokens(q.question) for q in queries])
+
+    def unsearchable(self, queries: Sequence[Query]) -> list[str]:
+        return without_terms(self.tokens, queries)
