@@ -3,8 +3,7 @@
 Before a sweep is submitted (a Hydra callback, :class:`Preflight`, run by the submitting
 process): SLURM's ``sbatch`` and the partition when the launcher is ``submitit_slurm``, the
 tracking server when ``tracking.uri`` is one, and that ``cache.dir`` is writable. A cluster
-sweep that would fail in every job fails here instead, before any job is queued; so does a sweep
-with one point that cannot run (:mod:`harness.pipeline.sweep`).
+sweep that would fail in every job fails here instead, before any job is queued.
 
 Also before anything runs: every interpolation of the config resolves (an override's
 ``${...}``), a local tracking store (``sqlite:///...``) can be created and written, and every
@@ -338,16 +337,12 @@ class Preflight(Callback):
         self._check(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._check(config, sweep=True)
+        self._check(config)
 
     @staticmethod
-    def _check(config: DictConfig, sweep: bool = False) -> None:
+    def _check(config: DictConfig) -> None:
         try:
             check_submission(config)
-            if sweep:  # every point, before the first job (harness.pipeline.sweep)
-                from harness.pipeline.sweep import check_sweep
-
-                check_sweep(config)
         except (ConfigError, OmegaConfBaseException) as e:  # an unset ${oc.env:...} of a profile, too
             print(f"chunkbench: error: {e}".splitlines()[0], file=sys.stderr)
             sys.exit(2)

@@ -4,15 +4,18 @@ Hydra's basic sweeper composes each job's config only when the job starts, and a
 parameter ends the sweep there: ``-m chunker.size=50,0,100`` recorded 50, failed on 0 and never
 ran 100. :func:`check_sweep_points` expands the sweep as the sweeper does, composes every point
 and builds its components (which loads no model and reads no data), and fails in one line naming
-the first bad point and how many more there are. Run by :class:`harness.pipeline.preflight.Preflight`
-when a sweep starts; a sweeper of its own (``hydra/sweeper=table``) checks its own points.
+the first bad point and how many more there are. Run when a sweep starts, after the preflight
+(:class:`SweepPoints`, a Hydra callback); a sweeper of its own (``hydra/sweeper=table``) checks its
+own points.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from harness.secrets import MASK, is_secret_name
@@ -81,3 +84,15 @@ def check_sweep(config: DictConfig) -> None:
     if not str(sweeper.get("_target_", "")).endswith(BASIC_SWEEPER):
         return
     check_sweep_points(list(config.hydra.overrides.task), sweeper.get("params"))
+
+
+class SweepPoints(Callback):
+    """Hydra callback (configs/config.yaml, ``hydra.callbacks.sweep_points``): :func:`check_sweep`
+    when a sweep starts; a bad point prints one line and exits with status 2."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            check_sweep(config)
+        except ConfigError as e:
+            print(f"chunkbench: error: {e}", file=sys.stderr)
+            sys.exit(2)
