@@ -14,12 +14,17 @@ tf part tf/(tf + k1(1 - b + b dl/avgdl))), or ``okapi``, rank_bm25's ``BM25Okapi
 MC-indexing used (Appendix D.2): idf = ln((N - df + 0.5)/(df + 0.5)), a negative idf
 replaced by 0.25 x the mean idf of the collection's terms, tf part multiplied by (k1 + 1).
 No bm25s variant equals it: ``robertson`` floors a negative idf at 0, ``atire`` takes ln(N/df).
+
+A question without a term (``??? !!!``, emoji only) retrieves nothing: scored against nothing,
+every chunk would tie at 0 and the first ones in the document would be retrieved for no reason.
+The run counts such questions (``queries_without_terms``, :meth:`Retriever.unsearchable`). A chunk
+without a term is indexed with none; a collection without any scores every question 0.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
 import numpy as np
@@ -82,7 +87,7 @@ class BM25Retriever(Retriever):
         return without_terms(self.tokens, queries)
 
 
-def without_terms(tokens, queries: Sequence[Query]) -> list[str]:
+def without_terms(tokens: Callable[[str], list[str]], queries: Sequence[Query]) -> list[str]:
     """The qids of ``queries`` whose question has no term (``??? !!!``, emoji only)."""
     return [q.qid for q in queries if not tokens(q.question)]
 
