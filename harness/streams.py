@@ -34,6 +34,8 @@ class GuardedStream:
             except UnicodeEncodeError:  # a stream whose error handler could not be set (guard_streams)
                 encoding = getattr(self.stream, "encoding", None) or "ascii"
                 self.write(text.encode(encoding, "replace").decode(encoding))
+            except BlockingIOError:  # a non-blocking terminal full for now: this text is lost, not the stream
+                pass
             except OSError as e:
                 self._fail(e)
         return len(text)
@@ -46,6 +48,8 @@ class GuardedStream:
         if self.failed is None:
             try:
                 self.stream.flush()
+            except BlockingIOError:
+                pass
             except OSError as e:
                 self._fail(e)
 

@@ -65,3 +65,20 @@ def test_a_guarded_stream_drops_what_it_cannot_write():
     stream.write("another\n")
     stream.flush()
     assert told.getvalue().count("\n") == 1 and "stdout" in told.getvalue() and "Broken pipe" in told.getvalue()
+
+
+def test_a_stream_full_for_now_is_not_given_up():
+    class Busy(io.StringIO):
+        calls = 0
+
+        def write(self, text):
+            self.calls += 1
+            if self.calls == 1:
+                raise BlockingIOError(11, "Resource temporarily unavailable")
+            return super().write(text)
+
+    told, busy = io.StringIO(), Busy()
+    stream = GuardedStream(busy, "stdout", other=lambda: told)
+    stream.write("lost\n")
+    stream.write("kept\n")
+    assert busy.getvalue() == "kept\n" and told.getvalue() == "" and stream.failed is None
