@@ -61,7 +61,7 @@ class GuardedStream:
             return
         try:  # a stream that fails too drops this line itself
             other.write(f"chunkbench: warning: {self.name} cannot be written ({error.strerror or error}); "
-                        f"what is printed there is dropped, and the run goes on and is recorded\n")
+                        f"what the run prints there is dropped, and the run goes on\n")
             other.flush()
         except (OSError, ValueError):
             pass
