@@ -152,6 +152,9 @@ def entry() -> None:
     resumes from the stage cache)."""
     argv = sys.argv[1:]
     from harness.secrets import mask_streams, secret_values
+    from harness.streams import guard_streams
+
+    guard_streams()  # output errors never end a run (`| head`, a full disk, an ASCII terminal)
 
     mask_streams(secret_values(overrides=argv))  # Hydra prints a failed job's overrides, keys and all
     if not {"-h", "--help", *OTHER_CONFIG}.intersection(a.split("=", 1)[0] for a in argv):

@@ -29,6 +29,9 @@ class FixedSizeChunker(Chunker):
 
     def _windows(self, units: UnitIndex):
         n, first = len(units), 0
+        if n == 0:  # no unit: blank, or only characters the tokenizer drops (U+200F, U+00AD), still text
+            yield 0, units.length
+            return
         while first < n:
             last = min(first + self.size, n)  # exclusive
             yield units.boundary(first), units.boundary(last)

@@ -76,6 +76,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     from harness.secrets import mask_streams, secret_values
 
+    if argv[:1] == ["run"]:  # a run records whatever the terminal does; guarded under the mask
+        from harness.streams import guard_streams
+
+        guard_streams()
+
     mask_streams(secret_values(overrides=argv))  # --set llm.api_key=..., --uri http://user:password@...
     if argv[:1] == ["run"]:  # Hydra parses its own arguments (-m, --cfg, overrides)
         return run.run(argv[1:])

@@ -34,7 +34,7 @@ from harness.pipeline.chunk_checks import (check_contexts, chunk_checks, encoder
 from harness.pipeline.components import Components, build_components, resolve_reader
 from harness.pipeline.stages import STAGES, Stage, check_run_chunks
 from harness.progress import tqdm
-from harness.retrieval.base import unsearched_evidence
+from harness.retrieval.base import unsearchable_warning, unsearched_evidence
 from harness.types import ConfigError, Document, to_dict
 
 
@@ -98,6 +98,7 @@ class Pipeline:
         self.outputs: dict[str, Any] = {}
         self.forced = forced_stages(self.cfg.get("refresh") or [])
         self.waited: dict[str, float] = {}  # stage -> seconds spent waiting for another process's lock
+        self.unsearchable: list[str] | None = None  # the qids the retriever had nothing to search with
 
     def key(self, stage: Stage) -> str:
         parts = [config_slice(self.cfg, g) for g in stage.reads]
@@ -123,6 +124,8 @@ class Pipeline:
                      + (f" after waiting {waited:.1f}s for another process computing it" if waited >= 0.5 else ""))
             self.check(stage.name)
         self.summarize_cached(result)
+        if self.unsearchable is not None:  # not cached with the summary: the runs summarized before it keep their key
+            result.metrics["queries_without_terms"] = len(self.unsearchable)
         if line := warning(result.metrics, self.budget(), result.metrics.get("embedder_input_limit")):
             logger.warning(line)
         result.cache_counts = self.cache.counts(since)
@@ -144,6 +147,11 @@ class Pipeline:
                 logger.warning(line)
         if stage == "chunk":
             check_run_chunks(self.c, self.outputs)
+        if stage == "retrieve":
+            queries = self.outputs["load"].queries
+            self.unsearchable = self.c.retriever.unsearchable(queries)
+            if line := unsearchable_warning(self.unsearchable or (), len(queries)):
+                logger.warning(line)
         if stage == "assemble":
             check_contexts(self.outputs["assemble"], self.budget(), self.cfg.context.get("unit", "tokens"),
                            self.chunk_sizes)

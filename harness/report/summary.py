@@ -12,14 +12,14 @@ from harness.pipeline.runner import RunResult
 
 SECTIONS = {
     "retrieval": ("evidence_recall", "evidence_span_recall", "span_recall", "span_precision", "span_iou",
-                  "span_precision_omega", "context_tokens", "context_merges"),
+                  "span_precision_omega", "context_tokens", "context_merges", "queries_without_terms"),
     "chunks": ("n_docs", "n_chunks", "n_nodes", "chunks_per_doc", "chunk_size_mean", "chunk_size_median",
                "chunk_size_max", "chunk_chars_mean"),
     "time": ("chunk_seconds_per_doc", "retrieval_seconds_per_query", "index_seconds"),
 }
 
 
-COUNTS = ("n_docs", "n_chunks", "n_nodes", "n_queries", "context_merges_total")  # and chunker_*: repairs, calls
+COUNTS = ("n_docs", "n_chunks", "n_nodes", "n_queries", "context_merges_total", "queries_without_terms")  # and chunker_*: repairs, calls
 
 
 def is_count(name: str, v: float) -> bool:

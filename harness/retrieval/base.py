@@ -56,6 +56,12 @@ class Retriever(ABC):
         least every chunk tied with the k-th (position -1 pads a row), in any order of ties.
         ``queries`` is a batch (:meth:`search_rows`), so a score matrix is bounded."""
 
+    def unsearchable(self, queries: Sequence[Query]) -> list[str] | None:
+        """The qids of ``queries`` this retriever has nothing to search with (a lexical
+        retriever's question without a word): they retrieve nothing. None where every question
+        can be searched (an encoder embeds any text)."""
+        return None
+
     def retrieve(self, queries: Sequence[Query], chunks: Sequence[Chunk]) -> tuple[list[Retrieved], float]:
         """Ranked chunks for every query (in query order) and the total index-build seconds."""
         groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -127,6 +133,15 @@ def unsearched_evidence(queries: Sequence[Query]) -> str | None:
     return (f"retriever.scope=document: {sum(n > 0 for n in outside)} of {len(queries)} queries have evidence in "
             f"a document they do not search ({sum(outside)} spans): it is never retrieved and counts as missed; "
             f"use retriever.scope=corpus or check the dataset's doc_ids")
+
+
+def unsearchable_warning(qids: Sequence[str], total: int) -> str | None:
+    """One warning line for the questions a retriever had nothing to search with, or None."""
+    if not qids:
+        return None
+    named = ", ".join(map(repr, qids[:5])) + (f" and {len(qids) - 5} more" if len(qids) > 5 else "")
+    return (f"retriever: {len(qids)} of {total} questions have no word to search with ({named}): they retrieve "
+            f"nothing and score 0 (counted as queries_without_terms)")
 
 
 def document_order(pool: list[Chunk]) -> list[Chunk]:

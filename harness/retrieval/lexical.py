@@ -14,13 +14,18 @@ tf part tf/(tf + k1(1 - b + b dl/avgdl))), or ``okapi``, rank_bm25's ``BM25Okapi
 MC-indexing used (Appendix D.2): idf = ln((N - df + 0.5)/(df + 0.5)), a negative idf
 replaced by 0.25 x the mean idf of the collection's terms, tf part multiplied by (k1 + 1).
 No bm25s variant equals it: ``robertson`` floors a negative idf at 0, ``atire`` takes ln(N/df).
+
+A question without a term (``??? !!!``, emoji only) retrieves nothing: scored against nothing,
+every chunk would tie at 0 and the first ones in the document would be retrieved for no reason.
+The run counts such questions (``queries_without_terms``, :meth:`Retriever.unsearchable`). A chunk
+without a term is indexed with none; a collection without any scores every question 0.
 """
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
 import numpy as np
@@ -58,26 +63,50 @@ class BM25Retriever(Retriever):
         self.k1, self.b, self.method = k1, b, method
 
     def build(self, chunks: Sequence[Chunk]):
+        """(the engine, or None for a collection without a term, and the number of chunks)."""
         if self.method == "okapi":
             docs = [self.tokens(c.text) for c in chunks]
             # rank_bm25's idf floor needs a mean over terms: a collection without any has no index.
-            return OkapiIndex(docs, self.k1, self.b) if any(docs) else len(chunks)
+            return (OkapiIndex(docs, self.k1, self.b) if any(docs) else None), len(chunks)
         import bm25s
 
-        index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         ids, vocab = token_ids(self.tokens(c.text) for c in chunks)
-        index.index((ids, vocab) if vocab else [[] for _ in ids], show_progress=False)
-        return index
+        if not vocab:  # bm25s takes the largest id of an empty vocabulary
+            return None, len(chunks)
+        index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        index.index((ids, vocab), show_progress=False)
+        return index, len(chunks)
 
     def search(self, index, queries: Sequence[Query], k: int):
-        if isinstance(index, int):
-            return top_k(np.zeros((len(queries), index)), k)
+        engine, n = index
+        terms = [self.tokens(q.question) for q in queries]
         # Every chunk of the collection scored, so ties rank by position; ``queries`` is a batch
-        # (Retriever.search_rows), so the matrix is bounded.
-        if isinstance(index, OkapiIndex):
-            return top_k(index.scores([self.tokens(q.question) for q in queries]), k)
-        scores = np.vstack([index.get_scores(self.tokens(q.question)) for q in queries])
-        return top_k(scores, k)
+        # (Retriever.search_rows), so the matrix is bounded. bm25s cannot score an empty query.
+        if isinstance(engine, OkapiIndex):
+            scores = engine.scores(terms)
+        else:
+            scores = np.zeros((len(queries), n))
+            for row, t in zip(scores, terms):
+                if t and engine is not None:
+                    row[:] = engine.get_scores(t)
+        return nothing_without_terms(top_k(scores, k), terms)
+
+    def unsearchable(self, queries: Sequence[Query]) -> list[str]:
+        return without_terms(self.tokens, queries)
+
+
+def without_terms(tokens: Callable[[str], list[str]], queries: Sequence[Query]) -> list[str]:
+    """The qids of ``queries`` whose question has no term (``??? !!!``, emoji only)."""
+    return [q.qid for q in queries if not tokens(q.question)]
+
+
+def nothing_without_terms(found: tuple[np.ndarray, np.ndarray], terms: Sequence[list[str]]):
+    """A search's rows with those of questions without a term emptied: scored against nothing,
+    every chunk ties at 0, and the first ones in the document would be retrieved for no reason."""
+    positions, scores = found
+    empty = np.array([not t for t in terms], dtype=bool)
+    positions[empty], scores[empty] = -1, -np.inf
+    return positions, scores
 
 
 def token_ids(docs: Iterable[list[str]]) -> tuple[list[array], dict[str, int]]:
@@ -117,4 +146,7 @@ class TfidfRetriever(Retriever):
             scores = np.zeros((len(queries), matrix))
         else:
             scores = (vec.transform([q.question for q in queries]) @ matrix.T).toarray()
-        return top_k(scores, k)
+        return nothing_without_terms(top_k(scores, k), [self.tokens(q.question) for q in queries])
+
+    def unsearchable(self, queries: Sequence[Query]) -> list[str]:
+        return without_terms(self.tokens, queries)

@@ -280,6 +280,28 @@ def test_chinese_sentences_are_never_cut():
     assert texts(chunks) == ["今天天气很好。", "我们去公园吧！", "你去吗？好"]
 
 
+@pytest.mark.parametrize("unit", ["tokens", "words"])
+@pytest.mark.parametrize("text", ["\u200f", "\u00ad\u200f\u00ad", "\u200f \u00ad\n\u200f"],
+                         ids=["rlm", "soft-hyphens", "spaced"])
+def test_a_document_of_characters_the_tokenizer_drops_is_covered(name, unit, text):
+    """No token, no word: still text (not whitespace), so it is in a chunk (issue 51, item 10)."""
+    doc = Document("d", text)
+    chunks = CHUNKERS[name](unit).chunk_document(doc)
+    check_chunks(doc, chunks, covering=True)
+    assert chunks and chunks[0].start == 0
+
+
+@pytest.mark.slow
+def test_a_run_on_a_document_the_tokenizer_drops_covers_it(tmp_path):
+    from tests.user_folder import chunkbench_run, recorded, user_folder
+
+    folder = user_folder(tmp_path, [{"doc_id": "d1", "text": "\u200f\u00ad\u200f\u00ad"}],
+                         [{"qid": "q1", "question": "what?", "answers": ["x"], "doc_ids": ["d1"]}])
+    out = chunkbench_run(folder, "chunker=fixed", "chunker.unit=tokens")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert recorded(folder)[0].data.metrics["n_chunks"] == 1
+
+
 def test_same_input_gives_identical_chunks(name):
     doc = Document("d", SENTENCES * 3, sections=(Section(5, 60, 1), Section(20, 40, 2)))
     chunker = CHUNKERS[name]("tokens")

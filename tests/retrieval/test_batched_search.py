@@ -158,7 +158,7 @@ def bundled():
 def old_lexical_scores(r):
     """The full score matrix each lexical retriever's search sorted before issue 35."""
     if isinstance(r, BM25Retriever):
-        return lambda index, qs: np.vstack([index.get_scores(r.tokens(q.question)) for q in qs])
+        return lambda index, qs: np.vstack([index[0].get_scores(r.tokens(q.question)) for q in qs])  # (engine, n)
     return lambda index, qs: (index[0].transform([q.question for q in qs]) @ index[1].T).toarray()
 
 
@@ -232,7 +232,7 @@ def test_bm25_built_from_ids_scores_as_from_tokens(bundled, method):
     r = BM25Retriever(scope="corpus", method=method)
     reference = bm25s.BM25(k1=r.k1, b=r.b, method=method)
     reference.index([r.tokens(c.text) for c in chunks], show_progress=False)
-    index = r.build(chunks)
+    index, _ = r.build(chunks)
     for q in queries[:60]:
         tokens = r.tokens(q.question)
         np.testing.assert_array_equal(index.get_scores(tokens), reference.get_scores(tokens))
