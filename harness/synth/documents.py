@@ -21,6 +21,8 @@ SNIFF_BYTES = 8192  # NUL in the first 8 KiB: binary (git's and grep's test)
 
 def read_documents(folder: Path, min_words: int) -> list[Document]:
     """Every document under ``folder``, in path order; a ConfigError naming the file otherwise."""
+    if isinstance(min_words, bool) or not isinstance(min_words, int) or min_words < 1:
+        raise ConfigError(f"synth.min_doc_words: a whole number, 1 or more, got {min_words!r}")
     if not folder.exists():
         raise ConfigError(f"{folder}: no such folder: give the folder that holds your documents")
     if not folder.is_dir():

@@ -180,6 +180,7 @@ def files_beside(path: Path) -> list[str]:
     ("binary", "image.png: a binary file, not text"),
     ("one_word", "harlow.md: 1 word, too short"),
     ("other_kind", "notes.docx: not a kind synth reads"),
+    ("bad_row", "'documents.jsonl', row 'a', field 'text'"),
 ])
 def test_bad_documents_are_one_line_and_nothing_is_written(tmp_path, capsys, case, message):
     folder = tmp_path / "docs"
@@ -189,6 +190,8 @@ def test_bad_documents_are_one_line_and_nothing_is_written(tmp_path, capsys, cas
         (folder / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     elif case == "one_word":
         (folder / "harlow.md").write_text("Bridge\n")
+    elif case == "bad_row":
+        (folder / "documents.jsonl").write_text('{"doc_id": "a"}\n')
     elif case == "other_kind":
         (folder / "notes.docx").write_text("some words " * 20)
     before = files_beside(folder)
@@ -227,3 +230,15 @@ def test_synth_is_listed_in_help(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     assert "synth" in capsys.readouterr().out
+
+
+def test_text_files_and_a_documents_jsonl_are_read_together(tmp_path):
+    from harness.synth.documents import read_documents
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "harlow.md").write_text(DOC)
+    (tmp_path / ".hidden.txt").write_text("skipped")
+    (tmp_path / "documents.jsonl").write_text(json.dumps({"doc_id": "d1", "text": DOC, "title": "Harlow"}) + "\n")
+    docs = read_documents(tmp_path, min_words=10)
+    assert [(d.doc_id, d.title) for d in docs] == [("d1", "Harlow"), ("notes/harlow.md", "harlow")]
+    assert all(d.text == DOC for d in docs)
