@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, cfg) -> None:
 
 def summary(result, out: Path) -> str:
     counts = result.counts
-    rejected = ", ".join(f"{k} {v}" for k, v in sorted(result.rejected.items()) if v) or "none"
+    rejected = ", ".join(f"{k} {v}" for k, v in result.rejected.items() if v) or "none"
     usage = result.llm
     lines = [f"{counts['not_duplicate']} of {counts['asked']} questions kept -> {out}",
              "  left after each step: " + ", ".join(f"{k} {v}" for k, v in counts.items()),

@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.llm.base import LLM, Sampling
 from harness.progress import tqdm
-from harness.synth import filters
+from harness.synth import filters, proposals
 from harness.synth.evidence import ExcerptMatcher, Placed
 from harness.synth.prompt import messages, prompt_digest
 from harness.synth.proposals import Proposal, read_reply
@@ -29,6 +29,8 @@ from harness.types import ConfigError, Document, Query
 
 # the order a question meets them; the manifest counts what is left after each
 STAGES = ("asked", "parsed", "excerpts_found", "relevant", "not_duplicate")
+# every reason a question is rejected, in that order (the manifest lists each, zeros too)
+REASONS = (*proposals.REASONS, "excerpt_not_found", "not_relevant", "duplicate")
 
 
 @dataclass
@@ -43,7 +45,7 @@ class Candidate:
 class SynthResult:
     queries: list[Query]
     counts: dict[str, int]                       # questions left after each stage (STAGES)
-    rejected: Counter = field(default_factory=Counter)  # by reason
+    rejected: Counter = field(default_factory=Counter)  # by reason (REASONS)
     llm: dict[str, Any] = field(default_factory=dict)   # calls, cached, tokens, seconds
 
 
@@ -89,7 +91,7 @@ class Synthesizer:
     def run(self, documents: list[Document]) -> SynthResult:
         plan = plan_slices(documents, self.questions, self.slice_chars, self.spread, self.seed)
         texts = {d.doc_id: d.text for d in documents}
-        rejected: Counter = Counter()
+        rejected = Counter(dict.fromkeys(REASONS, 0))
         kept: list[Candidate] = []
         cached_before = self._cache_hits()
         t0 = time.perf_counter()

@@ -53,6 +53,6 @@ def manifest(synth, documents: list[Document], result, source: Path) -> dict[str
         "settings": synth.settings(),
         "counts": result.counts,
         "kept": len(result.queries),
-        "rejected": dict(sorted(result.rejected.items())),
+        "rejected": dict(result.rejected),
         "llm_usage": result.llm,
     }

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from harness.llm.replies import json_values, strip_reasoning
 
 EXCERPT_KEYS = ("references", "excerpts")
+REASONS = ("not_json", "malformed_json", "no_question", "no_excerpts", "too_many_excerpts", "compound_question")
 _AND = re.compile(r"\band\b")
 
 

@@ -101,8 +101,10 @@ def test_synth_writes_exact_spans_and_counts_each_rejection(docs, tmp_path, caps
     printed = capsys.readouterr().out
     assert f"2 of {len(SCRIPT)} questions kept" in printed
     manifest = json.loads((out / "manifest.json").read_text())
+    from harness.synth.generate import REASONS
+
     expected = {reason: 1 for _, reason in SCRIPT if reason}
-    assert manifest["rejected"] == expected
+    assert manifest["rejected"] == {reason: expected.get(reason, 0) for reason in REASONS}
     assert manifest["counts"] == {"asked": 8, "parsed": 5, "excerpts_found": 4, "relevant": 3, "not_duplicate": 2}
     assert manifest["llm_usage"]["calls"] == 8 and manifest["llm_usage"]["prompt_tokens"] == 800
     assert manifest["settings"]["relevance_threshold"] == 0.40 and manifest["settings"]["duplicate_threshold"] == 0.70
