@@ -24,11 +24,9 @@ from harness.synth import filters, proposals
 from harness.synth.evidence import ExcerptMatcher, Placed
 from harness.synth.prompt import messages, prompt_digest
 from harness.synth.proposals import Proposal, read_reply
-from harness.synth.slices import Slice, plan_slices
+from harness.synth.slices import SPREADS, Slice, plan_slices
 from harness.types import ConfigError, Document, Query
 
-# the order a question meets them; the manifest counts what is left after each
-STAGES = ("asked", "parsed", "excerpts_found", "relevant", "not_duplicate")
 # every reason a question is rejected, in that order (the manifest lists each, zeros too)
 REASONS = (*proposals.REASONS, "excerpt_not_found", "not_relevant", "duplicate")
 
@@ -44,7 +42,7 @@ class Candidate:
 @dataclass
 class SynthResult:
     queries: list[Query]
-    counts: dict[str, int]                       # questions left after each stage (STAGES)
+    counts: dict[str, int]   # questions left after each step: asked, parsed, excerpts_found, relevant, not_duplicate
     rejected: Counter = field(default_factory=Counter)  # by reason (REASONS)
     llm: dict[str, Any] = field(default_factory=dict)   # calls, cached, tokens, seconds
 
@@ -69,6 +67,8 @@ class Synthesizer:
         for name, value in (("relevance_threshold", relevance_threshold), ("duplicate_threshold", duplicate_threshold)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1:
                 raise ConfigError(f"synth.{name}: a cosine similarity in [-1, 1], got {value!r}")
+        if spread not in SPREADS:  # refused before any call, not at the first slice
+            raise ConfigError(f"synth.spread: one of {', '.join(SPREADS)}, got {spread!r}")
         if compound not in ("reject", "allow"):
             raise ConfigError(f"synth.compound: reject or allow, got {compound!r}")
         self.llm, self.embedder = llm, embedder

@@ -244,3 +244,17 @@ def test_text_files_and_a_documents_jsonl_are_read_together(tmp_path):
     docs = read_documents(tmp_path, min_words=10)
     assert [(d.doc_id, d.title) for d in docs] == [("d1", "Harlow"), ("notes/harlow.md", "harlow")]
     assert all(d.text == DOC for d in docs)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("synth.spread=everywhere", "synth.spread: one of stratified, random"),
+    ("synth.relevance_threshold=2", "synth.relevance_threshold: a cosine similarity in [-1, 1]"),
+    ("synth.match=close", "synth.match: one of exact, fuzzy"),
+    ("llm=none", "synth.llm: synth asks a language model"),
+])
+def test_a_bad_setting_is_one_line_before_any_call(docs, tmp_path, capsys, setting, message):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["synth", str(docs), "--out", str(tmp_path / "set"), f"cache.dir={tmp_path / 'cache'}", setting])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "set").exists()
