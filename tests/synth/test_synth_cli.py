@@ -95,10 +95,12 @@ def test_synth_writes_exact_spans_and_counts_each_rejection(docs, tmp_path, caps
     server = ScriptedServer()
     try:
         out = tmp_path / "set"
-        cli.main(synth(docs, out, server.url, tmp_path / "cache"))
+        cli.main(synth(docs, out, server.url, tmp_path / "cache", "roles.synth.llm.api_key=sk-synth-secret-42"))
     finally:
         server.close()
     printed = capsys.readouterr().out
+    written = "".join(p.read_text() for p in out.iterdir())
+    assert "sk-synth-secret-42" not in printed + written  # the key reaches neither the output nor the set
     assert f"2 of {len(SCRIPT)} questions kept" in printed
     manifest = json.loads((out / "manifest.json").read_text())
     from harness.synth.generate import REASONS
