@@ -38,9 +38,10 @@ def overrides(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace, cfg) -> None:
     from harness.api import evaluate
+    from harness.cli.synth import summary
     from harness.pipeline.components import build_component
     from harness.synth.agreement import agreement
-    from harness.synth.output import check_destination, manifest, write_set
+    from harness.synth.output import check_destination, manifest, whole_folder, write_set
     from harness.types import DataError, ServiceError
 
     import numpy as np
@@ -56,25 +57,24 @@ def run(args: argparse.Namespace, cfg) -> None:
         result = synth.run(dataset.documents)
     except (DataError, ServiceError) as e:
         raise ConfigError(str(e)) from e
-    out.mkdir()
-    synthetic = write_set(out / "synthetic", dataset.documents, result.queries,
-                          manifest(synth, dataset.documents, result, Path(f"dataset={dataset.name}")))
-    from harness.cli.synth import summary
-
-    print(summary(result, synthetic))
-    if not result.queries:
-        print("no synthetic question to rank the chunkers on: no agreement to report")
-        return
-    scores = {"own": [], "synthetic": []}
-    for chunker in chunkers:
-        for side, extra in (("own", for_runs), ("synthetic", [*not_data, "dataset=local", f"dataset.path={synthetic}"])):
-            rows = evaluate([*extra, f"chunker={chunker}"], record=False).per_query
-            if rows and args.metric not in rows[0]:
-                raise ConfigError(f"--metric {args.metric}: not a per-question metric of these runs "
-                                  f"(they have {', '.join(k for k, v in rows[0].items() if isinstance(v, float))})")
-            scores[side].append([float(r[args.metric]) for r in rows])
-    found = agreement(chunkers, np.array(scores["own"]), np.array(scores["synthetic"]), args.resamples)
-    record = {"dataset": dataset.name, "metric": args.metric, "llm": {"backend": type(synth.llm).__name__,
-                                                                      **synth.llm.identity}, **found.__dict__}
-    (out / "agreement.json").write_text(json.dumps(record, indent=2) + "\n")
+    with whole_folder(out) as scratch:  # DIR appears when every run is done, or not at all
+        synthetic = write_set(scratch / "synthetic", dataset.documents, result.queries,
+                              manifest(synth, dataset.documents, result, Path(f"dataset={dataset.name}")))
+        print(summary(result, out / "synthetic"))
+        if not result.queries:
+            print("no synthetic question to rank the chunkers on: no agreement to report")
+            return
+        scores: dict[str, list[list[float]]] = {"own": [], "synthetic": []}
+        for chunker in chunkers:
+            for side, extra in (("own", for_runs),
+                                ("synthetic", [*not_data, "dataset=local", f"dataset.path={synthetic}"])):
+                rows = evaluate([*extra, f"chunker={chunker}"], record=False).per_query
+                if rows and args.metric not in rows[0]:
+                    raise ConfigError(f"--metric {args.metric}: not a per-question metric of these runs (they "
+                                      f"have {', '.join(k for k, v in rows[0].items() if isinstance(v, float))})")
+                scores[side].append([float(r[args.metric]) for r in rows])
+        found = agreement(chunkers, np.array(scores["own"]), np.array(scores["synthetic"]), args.resamples)
+        record = {"dataset": dataset.name, "metric": args.metric,
+                  "llm": {"backend": type(synth.llm).__name__, **synth.llm.identity}, **found.__dict__}
+        (scratch / "agreement.json").write_text(json.dumps(record, indent=2) + "\n")
     print(found.report(args.metric))

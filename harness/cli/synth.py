@@ -33,7 +33,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace, cfg) -> None:
     from harness.pipeline.components import build_component
     from harness.synth.documents import read_documents
-    from harness.synth.output import check_destination, manifest, write_set
+    from harness.synth.output import check_destination, manifest, whole_folder, write_set
     from harness.types import DataError, ServiceError
 
     out, docs = Path(args.out), Path(args.docs)
@@ -44,7 +44,8 @@ def run(args: argparse.Namespace, cfg) -> None:
         result = synth.run(documents)
     except (DataError, ServiceError) as e:  # a bad row, a server that fails: one line, nothing written
         raise ConfigError(str(e)) from e
-    write_set(out, documents, result.queries, manifest(synth, documents, result, docs))
+    with whole_folder(out) as scratch:
+        write_set(scratch, documents, result.queries, manifest(synth, documents, result, docs))
     print(summary(result, out))
 
 

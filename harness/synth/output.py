@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +25,26 @@ def check_destination(out: Path) -> None:
         raise ConfigError(f"--out {out}: the folder {out.parent} does not exist")
 
 
-def write_set(out: Path, documents: list[Document], queries: list[Query], manifest: dict[str, Any]) -> Path:
-    """``out`` holding the set and its manifest; a failure leaves no ``out`` and no scratch."""
+@contextmanager
+def whole_folder(out: Path) -> Iterator[Path]:
+    """A scratch folder beside ``out``, renamed onto it when the block completes; removed, with
+    everything in it, when the block fails."""
     check_destination(out)
     scratch = out.parent / f".{out.name}.partial-{os.getpid()}"
+    scratch.mkdir()
     try:
-        write_local(Dataset(out.name, documents, queries), scratch)
-        (scratch / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                               encoding="utf-8")
+        yield scratch
         os.rename(scratch, out)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return out
+
+
+def write_set(folder: Path, documents: list[Document], queries: list[Query], manifest: dict[str, Any]) -> Path:
+    """The set in the local format and its manifest, in ``folder``."""
+    write_local(Dataset(folder.name, documents, queries), folder)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return folder
 
 
 def manifest(synth, documents: list[Document], result, source: Path) -> dict[str, Any]:
