@@ -76,3 +76,20 @@ def test_a_ranking_needs_two_chunkers_and_questions():
         agreement(["a"], np.ones((1, 3)), np.ones((1, 3)))
     with pytest.raises(ConfigError, match="no questions"):
         agreement(["a", "b"], np.ones((2, 3)), np.ones((2, 0)))
+
+
+def test_with_no_synthetic_question_it_says_there_is_nothing_to_rank(tmp_path, capsys):
+    from tests.synth.test_synth_cli import ScriptedServer
+
+    server = ScriptedServer(script=[("Sure! Here is a good question about the speech.", "not_json")])
+    try:
+        cli.main(["agreement", "--out", str(tmp_path / "check"), "dataset=chroma",
+                  "dataset.corpora=[state_of_the_union]", "retriever=bm25", f"cache.dir={tmp_path / 'cache'}",
+                  "synth.questions=2", "llm@roles.synth.llm=openai", "roles.synth.llm.model=scripted",
+                  f"roles.synth.llm.base_url={server.url}", "roles.synth.llm.max_retries=0"])
+    finally:
+        server.close()
+    printed = capsys.readouterr().out
+    assert printed.startswith("0 of 2 questions kept") and "no agreement to report" in printed
+    assert (tmp_path / "check" / "synthetic" / "manifest.json").exists()
+    assert not (tmp_path / "check" / "agreement.json").exists()

@@ -45,11 +45,12 @@ SCRIPT = [
 
 
 class ScriptedServer:
-    """Answers the n-th chat request with ``SCRIPT[n]``; ``fail_at``: that request gets a 400
-    (the run stops there); ``hang``: no request is ever answered."""
+    """Answers the n-th chat request with ``script[n]`` (cycling); ``fail_at``: that request gets
+    a 400 (the run stops there); ``hang``: no request is ever answered."""
 
-    def __init__(self, fail_at: int | None = None, hang: bool = False):
+    def __init__(self, fail_at: int | None = None, hang: bool = False, script=SCRIPT):
         self.requests: list[dict] = []
+        self.script = script
         self.fail_at, self.hang = fail_at, hang
         self.release = threading.Event()
         outer = self
@@ -64,7 +65,7 @@ class ScriptedServer:
                 outer.requests.append(body)
                 if n == outer.fail_at:
                     return self._send(400, {"error": {"message": "scripted failure"}})
-                msg = {"role": "assistant", "content": SCRIPT[n % len(SCRIPT)][0]}
+                msg = {"role": "assistant", "content": outer.script[n % len(outer.script)][0]}
                 self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                                  "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
                                  "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
