@@ -261,3 +261,21 @@ def test_a_bad_setting_is_one_line_before_any_call(docs, tmp_path, capsys, setti
     err = capsys.readouterr().err
     assert stop.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "set").exists()
+
+
+def test_match_fuzzy_keeps_a_near_excerpt_and_records_how_far_it_moved(docs, tmp_path):
+    near = "The Harlow bridge was built in 1887 by engineer Mary Coates."  # not the document's words exactly
+    server = ScriptedServer(script=[(reply("Who built the Harlow Bridge?", near), None)])
+    try:
+        for match in ("exact", "fuzzy"):
+            cli.main(synth(docs, tmp_path / match, server.url, tmp_path / "cache", "synth.questions=1",
+                           f"synth.match={match}", "synth.fuzzy_min_score=85"))
+    finally:
+        server.close()
+    assert (tmp_path / "exact" / "queries.jsonl").read_text() == ""  # the report's rule: rejected
+    (q,) = [json.loads(line) for line in (tmp_path / "fuzzy" / "queries.jsonl").read_text().splitlines()]
+    (e,) = q["evidence"]
+    assert DOC[e["start"]:e["end"]].startswith("The Harlow Bridge was built")
+    (moved,) = q["meta"]["excerpt_alignment"]
+    assert moved["method"] == "fuzzy" and moved["distance"] > 0 and q["evidence_wording"] == [near]
+    assert json.loads((tmp_path / "fuzzy" / "manifest.json").read_text())["settings"]["match"] == "fuzzy"
