@@ -86,8 +86,8 @@ def docs(tmp_path):
     return folder
 
 
-def synth(docs: Path, out: Path, url: str, cache: Path, *extra: str) -> list[str]:
-    return ["synth", str(docs), "--out", str(out), f"synth.questions={len(SCRIPT)}", f"cache.dir={cache}",
+def synth(docs: Path, out: Path, url: str, cache: Path, *extra: str, questions: int = len(SCRIPT)) -> list[str]:
+    return ["synth", str(docs), "--out", str(out), f"synth.questions={questions}", f"cache.dir={cache}",
             "llm@roles.synth.llm=openai", "roles.synth.llm.model=scripted", f"roles.synth.llm.base_url={url}",
             "roles.synth.llm.max_retries=0", *extra]
 
@@ -268,8 +268,8 @@ def test_match_fuzzy_keeps_a_near_excerpt_and_records_how_far_it_moved(docs, tmp
     server = ScriptedServer(script=[(reply("Who built the Harlow Bridge?", near), None)])
     try:
         for match in ("exact", "fuzzy"):
-            cli.main(synth(docs, tmp_path / match, server.url, tmp_path / "cache", "synth.questions=1",
-                           f"synth.match={match}", "synth.fuzzy_min_score=85"))
+            cli.main(synth(docs, tmp_path / match, server.url, tmp_path / "cache", f"synth.match={match}",
+                           "synth.fuzzy_min_score=85", questions=1))
     finally:
         server.close()
     assert (tmp_path / "exact" / "queries.jsonl").read_text() == ""  # the report's rule: rejected
