@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=10)
     ap.add_argument("--questions", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--work", type=Path, default=REPO / ".bench-scale")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/chunkbench-scale"))  # bench_scale's, corpora reused
     args = ap.parse_args()
 
     from rank_bm25 import BM25Okapi
