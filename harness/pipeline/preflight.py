@@ -109,21 +109,41 @@ def check_local_store(uri: str) -> None:
 
 
 def check_record(uri: str, name: str = "tracking.uri") -> None:
-    """The store a verb only reads (table, compare, judge, tables render): a server must answer,
-    a local SQLite file must exist; MLflow would create an empty store at a typo'd path."""
+    """The store a verb only reads (table, compare, judge, tables render, ``harness.load_runs``): a
+    server must answer, a database's driver must be installed, a local SQLite file must be an MLflow
+    store at this MLflow's schema; MLflow would create an empty store at a typo'd path, and create
+    or migrate its tables in another program's file."""
     if uri.startswith(("http://", "https://")):
-        check_tracking(uri)
+        check_tracking(uri, name=name)
         return
-    if store_scheme(uri, name) != "sqlite":
+    scheme = store_scheme(uri, name)
+    if scheme in DATABASE_SCHEMES[1:]:
+        check_driver(uri, name)
+    if scheme != "sqlite":
         return
-    db = sqlite_file(uri)
-    if not db.is_file():
-        why = "a folder" if db.is_dir() else "no such file"
-        raise ConfigError(f"{name}={uri}: no store at {db.absolute()} ({why}); give the store the runs were "
-                          f"recorded in (make runs with `chunkbench run`)")
+    from harness.pipeline.store import check_readable
+
+    check_readable(uri, name)
 
 
-def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
+def check_driver(uri: str, name: str) -> None:
+    """A database URL whose SQLAlchemy driver is not installed: one line naming it (MLflow's is a
+    ModuleNotFoundError traceback)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        make_url(uri).get_dialect().import_dbapi()
+    except ImportError as e:
+        raise ConfigError(f"{name}={mask_text(uri, ())}: the database driver {e.name or 'for it'} is not "
+                          f"installed in this environment; install it (e.g. psycopg2-binary for postgresql, "
+                          f"pymysql for mysql+pymysql) or use sqlite:///mlruns.db") from None
+    except (ArgumentError, NoSuchModuleError) as e:
+        raise ConfigError(f"{name}={mask_text(uri, ())}: not a database URL SQLAlchemy opens "
+                          f"({str(e).splitlines()[0]})") from None
+
+
+def check_tracking(uri: str | None, timeout: float = 5.0, name: str = "tracking.uri") -> None:
     """An http(s) tracking URI must answer MLflow's /health; a local store must be one MLflow
     opens and can write (:func:`check_local_store`)."""
     if not uri or not str(uri).strip():
@@ -144,7 +164,7 @@ def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
                                       if e.code == 401 else "")
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = str(getattr(e, "reason", e))
-    raise ConfigError(f"tracking.uri={mask_text(uri, ())}: no MLflow server answers ({reason}); start one with "
+    raise ConfigError(f"{name}={mask_text(uri, ())}: no MLflow server answers within {timeout:g} s ({reason}); start one with "
                       f"`make mlflow-server` or fix the address")
 
 
