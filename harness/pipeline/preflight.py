@@ -223,16 +223,17 @@ def check_interpolations(cfg: DictConfig) -> dict[str, Any]:
 OPENAI_TARGET = "harness.llm.openai_llm.OpenAILLM"
 
 
-def served_models(resolved: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
-    """base_url -> (the first config key whose model is served there, its api_key) for every
-    OpenAI-compatible model a stage will call: the top-level ``llm`` node only counts where a
-    component takes it (``llm: ${llm}`` in a chunker, the responder, a metric)."""
-    found: dict[str, tuple[str, str | None]] = {}
+def served_models(resolved: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """(base_url, served model name) -> (the first config key whose model is served there, its
+    api_key) for every OpenAI-compatible model a stage will call: the top-level ``llm`` node only
+    counts where a component takes it (``llm: ${llm}`` in a chunker, the responder, a metric)."""
+    found: dict[tuple[str, str], tuple[str, str | None]] = {}
 
     def walk(node: Any, where: str) -> None:
         if isinstance(node, dict):
             if node.get("_target_") == OPENAI_TARGET and node.get("base_url"):
-                found.setdefault(str(node["base_url"]), (where, node.get("api_key")))
+                served = str(node.get("served_model") or node.get("model"))
+                found.setdefault((str(node["base_url"]), served), (where, node.get("api_key")))
             for k, v in node.items():
                 walk(v, f"{where}.{k}")
         elif isinstance(node, list):
@@ -245,29 +246,24 @@ def served_models(resolved: dict[str, Any]) -> dict[str, tuple[str, str | None]]
     return found
 
 
-def server_problem(base_url: str, api_key: str, timeout: float) -> str | None:
-    """Why no OpenAI-compatible server answers ``GET base_url/models``; None when one does (any
-    HTTP answer, an authentication error included, shows a server is there)."""
-    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout):
-            return None
-    except urllib.error.HTTPError:
-        return None  # a server answered
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        return str(getattr(e, "reason", e))
-
-
 def check_llm_servers(resolved: dict[str, Any], timeout: float = 5.0) -> None:
-    """Every OpenAI-compatible server a stage's model is served by answers (:func:`server_problem`)."""
-    for base_url, (where, api_key) in served_models(resolved).items():
+    """Every OpenAI-compatible server a stage's model is served by answers, and serves that model
+    when it lists what it serves (:func:`harness.llm.server.probe`)."""
+    from harness.llm.server import probe
+
+    for (base_url, served), (where, api_key) in served_models(resolved).items():
         key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         if urllib.parse.urlsplit(base_url).scheme not in ("http", "https") or "://" not in base_url:
             raise ConfigError(f"{where}.base_url={base_url}: not an http(s) URL; give the server's address "
                               f"in llm.base_url, e.g. http://127.0.0.1:8000/v1")
-        if reason := server_problem(base_url, key, timeout):
+        reason, listed = probe(base_url, key, timeout)
+        if reason:
             raise ConfigError(f"{where}.base_url={base_url}: no OpenAI-compatible server answers ({reason}); start "
                               f"it (e.g. `vllm serve MODEL --port PORT`) or fix llm.base_url, or use llm=transformers")
+        if listed and served not in listed:
+            shown = ", ".join(repr(m) for m in listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+            raise ConfigError(f"{where}.served_model={served}: the server at {base_url} serves {shown}, not it; "
+                              f"set {where}.served_model to the name it serves (llm.model names the weights)")
 
 
 def check_objective(objective: str, metrics: Any, overrides: Sequence[str] = ()) -> None:
