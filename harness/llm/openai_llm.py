@@ -27,7 +27,7 @@ from harness.llm.base import LLM, LLMError, Message, Sampling, Unanswered
 from harness.llm.bundled import BUNDLED_ID, llm_path
 from harness.llm.server import BadAnswer, Server, choices, map_on_server
 from harness.revision import split_name
-from harness.secrets import mask_text
+from harness.secrets import known_secrets, mask_text
 from harness.types import ConfigError
 
 
@@ -140,6 +140,14 @@ class OpenAILLM(LLM):
             out["extra_body"] = extra
         return out
 
+    def _masked(self, text: str) -> str:
+        """``text`` without the key or any secret this process knows of: a server may echo them,
+        and the answer is cached and recorded."""
+        masked = mask_text(text, ({self.api_key} - {"EMPTY"}) | known_secrets())
+        if masked == text:
+            return text
+        return Unanswered(masked, text.reason) if isinstance(text, Unanswered) else masked
+
     def _count_usage(self, resp) -> None:
         if resp.usage is not None:
             self.stats.prompt_tokens += resp.usage.prompt_tokens or 0
@@ -150,7 +158,7 @@ class OpenAILLM(LLM):
             resp = self.client.completions.create(prompt=prompt, timeout=timeout, **self._sampling(sampling))
             found = choices(resp)
             self._count_usage(resp)
-            return reply_text(found[0], sampling, chat=False)
+            return self._masked(reply_text(found[0], sampling, chat=False))
 
         return self._map(one, prompts)
 
@@ -160,7 +168,7 @@ class OpenAILLM(LLM):
                                                        **self._sampling(sampling, chat=True))
             found = choices(resp)
             self._count_usage(resp)
-            return reply_text(found[0], sampling, chat=True)
+            return self._masked(reply_text(found[0], sampling, chat=True))
 
         return self._map(one, conversations)
 

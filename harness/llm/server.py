@@ -185,7 +185,9 @@ def probe(base_url: str, api_key: str, timeout: float) -> tuple[str | None, list
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
+    parts = urllib.parse.urlsplit(base_url)  # credentials in the address (http://TOKEN@host) are no host name
+    url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    request = urllib.request.Request(f"{url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as r:
             raw = r.read(1 << 20)

@@ -326,11 +326,12 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, s
             if patch:  # the tracked changes and the untracked files the run's code may have used
                 mlflow.log_text(patch, "git_diff.patch")
             mlflow.log_dict(result.dataset_report, "dataset_report.json")
-            mlflow.log_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_query),
-                            "per_query.jsonl")
+            # masked: a server that echoes a key puts it in the answers (and the contexts may quote one)
+            mlflow.log_text(mask_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_query),
+                                      secrets), "per_query.jsonl")
             if result.per_document:  # document metrics' rows, per-chunk series included (plots read them)
-                mlflow.log_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_document),
-                                "per_document.jsonl")
+                mlflow.log_text(mask_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_document),
+                                          secrets), "per_document.jsonl")
             return run.info.run_id
 
 
