@@ -122,13 +122,15 @@ def test_load_runs_of_what_is_no_store_is_one_line(tmp_path, monkeypatch, given,
     assert list(tmp_path.iterdir()) == []
 
 
-def test_load_runs_of_a_path_reads_that_sqlite_file(tmp_path):
+def test_load_runs_of_a_path_reads_that_sqlite_file(tmp_path, monkeypatch):
     from harness.pipeline.store import open_store
 
+    monkeypatch.chdir(tmp_path)
     open_store(f"sqlite:///{tmp_path / 'runs.db'}")
     assert harness.load_runs(tmp_path / "runs.db").empty  # a Path names the SQLite store; a new one holds no run
     with pytest.raises(ConfigError, match=r"no store at .*other.db \(no such file\)"):
         harness.load_runs(tmp_path / "other.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db", "runs.db.lock"]  # no ./mlflow.db
 
 
 def test_load_runs_of_a_server_that_is_down_or_silent_is_one_line(silent_server):
