@@ -1,13 +1,13 @@
 """What is secret in a run's config, and the mask that keeps it out of every record.
 
 A secret is the value of a config key named like one (``api_key``, ``token``, ``secret``,
-``password``, ``Authorization``...), a value given to such a key on the command line (each
-value of a sweep, ``llm.api_key=sk-A,sk-B``), the value of an environment variable named like
-one (``OPENAI_API_KEY``, ``HF_TOKEN``), the credentials of a URL (``https://user:pass@host``,
+``password``, ``Authorization``...), a value given to such a key on the command line
+(each value of a sweep, ``llm.api_key=sk-A,sk-B``), the value of an environment variable named
+like one (``OPENAI_API_KEY``, ``HF_TOKEN``), the credentials of a URL (``https://user:pass@host``,
 ``http://TOKEN@host``), and, under any name, a value shaped like a key (``sk-...``, ``hf_...``,
-``Bearer ...``): ``+llm.openai_key=sk-...`` is masked as ``llm.api_key=sk-...`` is. The run record (MLflow params, tags, artifacts), the files Hydra
-saves (:class:`MaskSecrets`, a Hydra callback), the run's name and the errors a backend
-reports show ``***`` in their place. Secrets are no part of a cache key either
+``Bearer ...``). The run record (MLflow params, tags, artifacts), the files Hydra saves
+(:class:`MaskSecrets`, a Hydra callback), the run's name and the errors a backend reports show
+``***`` in their place. Secrets are no part of a cache key either
 (:func:`harness.cache.without_services`): rotating a key keeps the cache.
 """
 
@@ -26,7 +26,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 MASK = "***"
 # Whole name or its last `_` part: api_key, openai_api_key, hf_token, password -- not max_tokens,
-# tokenizer or passages.
+# tokenizer or passages. Not any *_key: secret names leave cache keys (a chunker's sort_key must
+# not); a key under another name is found by its shape.
 _SECRET_NAME = re.compile(r"(^|[_.-])(api_?key|access_?key|secret(_?key)?|token|password|passwd|credentials?|"
                           r"authorization)$", re.IGNORECASE)
 # A URL's password (user:***@) or, with no password, its whole userinfo (a token: ***@host).
