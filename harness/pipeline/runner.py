@@ -118,7 +118,7 @@ class Pipeline:
         return make_key(stage.name, stage.version, parts, [self.keys[a] for a in stage.after], extra)
 
     def run(self) -> RunResult:
-        since = self.cache.counts()
+        since, unanswered = self.cache.counts(), unanswered_calls()
         result = RunResult({}, [], {})
         for stage in STAGES:
             if stage.optional and getattr(self.c, stage.reads[0]) is None:
@@ -136,6 +136,8 @@ class Pipeline:
                      + (f" after waiting {waited:.1f}s for another process computing it" if waited >= 0.5 else ""))
             self.check(stage.name)
         self.summarize_cached(result)
+        if unanswered_calls() > unanswered:  # recorded only then: other runs' metrics are as they were
+            result.metrics["llm_unanswered"] = float(unanswered_calls() - unanswered)
         if line := warning(result.metrics, self.budget(), result.metrics.get("embedder_input_limit")):
             logger.warning(line)
         result.cache_counts = self.cache.counts(since)

@@ -118,6 +118,7 @@ def test_a_lone_surrogate_in_an_answer_is_recorded(tmp_path):
     assert "(text that is not valid Unicode: 1)" in p.stderr
     with closing(sqlite3.connect(db)) as con:
         assert con.execute("SELECT status FROM runs").fetchall() == [("FINISHED",)]
+        assert con.execute("SELECT value FROM metrics WHERE key = 'llm_unanswered'").fetchall() == [(1.0,)]
 
 
 def test_a_10_mb_answer_ends_the_run_in_one_line(tmp_path):
