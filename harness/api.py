@@ -12,9 +12,11 @@ address is then computed again by each process, never confused with another).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.cache import make_key
@@ -135,31 +137,43 @@ def evaluate(overrides: Sequence[str] = (), chunker: Chunker | None = None, *, r
     return Result(means, intervals, result.per_query, result.per_document, dict(result.stages), run_id, cfg)
 
 
-def load_runs(uri: str = "sqlite:///mlruns.db", experiment: str | None = None):
+def load_runs(uri: str | os.PathLike | None = "sqlite:///mlruns.db", experiment: str | None = None):
     """The runs of the store at ``uri`` (every experiment, or ``experiment``) as a pandas DataFrame:
     one row per run, ``metrics.*``, ``params.*`` and ``tags.*`` columns, a tag whose every value
-    is a number as a numeric column."""
+    is a number as a numeric column. ``uri``: a tracking URI (``sqlite:///mlruns.db``, None for it,
+    ``http://host:5000``, a database URL) or a ``Path`` to a SQLite store. It only reads: a store
+    that MLflow could open only by creating or migrating it, a server that does not answer within
+    5 s, or a database without its driver is a :class:`ConfigError`."""
     import mlflow
     import pandas as pd
+    from mlflow.exceptions import MlflowException
 
-    from harness.pipeline.store import open_store, sqlite_path
+    from harness.pipeline.preflight import check_record
+    from harness.secrets import mask_text
 
-    db = sqlite_path(uri)
-    if db is not None and not db.exists():  # MLflow would create an empty one
-        raise ConfigError(f"load_runs: no store at {uri} (runs record into sqlite:///mlruns.db by default)")
-    open_store(uri, create=False)
-    client = mlflow.MlflowClient(uri)
-    found = [e.name for e in client.search_experiments()]
-    if experiment is not None and experiment not in found:
-        raise ConfigError(f"load_runs: no experiment {experiment!r} in {uri} (experiments: {', '.join(found)})")
-    if not found:
-        return pd.DataFrame()
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)
+    if uri is None:
+        uri = "sqlite:///mlruns.db"
+    elif isinstance(uri, os.PathLike):  # a path is the SQLite file (a string without a scheme is MLflow's file store)
+        uri = f"sqlite:///{Path(uri).absolute()}"
+    if not isinstance(uri, str) or not uri.strip():
+        raise ConfigError(f"load_runs: uri must name a store (e.g. sqlite:///mlruns.db), got {uri!r}")
+    check_record(uri, "load_runs uri")
     try:
-        frame = mlflow.search_runs(experiment_names=[experiment] if experiment else found, output_format="pandas")
-    finally:
-        mlflow.set_tracking_uri(previous)
+        client = mlflow.MlflowClient(uri)
+        found = [e.name for e in client.search_experiments()]
+        if experiment is not None and experiment not in found:
+            raise ConfigError(f"load_runs: no experiment {experiment!r} in {uri} (experiments: {', '.join(found)})")
+        if not found:
+            return pd.DataFrame()
+        previous = mlflow.get_tracking_uri()
+        mlflow.set_tracking_uri(uri)
+        try:
+            frame = mlflow.search_runs(experiment_names=[experiment] if experiment else found, output_format="pandas")
+        finally:
+            mlflow.set_tracking_uri(previous)
+    except MlflowException as e:  # a server or database that answers, but not as an MLflow store
+        first = (str(e.message).strip().splitlines() or ["no message"])[0]
+        raise ConfigError(mask_text(f"load_runs: {uri} cannot be read as an MLflow store ({first[:300]})", ())) from None
     for col in [c for c in frame.columns if c.startswith("tags.")]:
         numbers = pd.to_numeric(frame[col], errors="coerce")
         if numbers.notna().sum() == frame[col].notna().sum() and frame[col].notna().any():

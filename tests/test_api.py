@@ -72,7 +72,7 @@ def test_a_chunker_object_is_described_by_its_plain_attributes():
 
 def test_a_recorded_run_comes_back_from_load_runs(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
-    with pytest.raises(ConfigError, match="load_runs: no store at"):
+    with pytest.raises(ConfigError, match="load_runs uri=.*: no store at"):
         harness.load_runs(uri)
     run = [*TINY, "dataset.limit_docs=1", f"cache.dir={tmp_path / 'cache'}", f"tracking.uri={uri}",
            "chunker=sentence"]
@@ -85,3 +85,66 @@ def test_a_recorded_run_comes_back_from_load_runs(tmp_path):
     assert str(runs["tags.mlflow.runName"][0]).startswith("ohrbench/sentence")
     with pytest.raises(ConfigError, match="no experiment 'nope'"):
         harness.load_runs(uri, experiment="nope")
+
+
+@pytest.fixture
+def silent_server():
+    """A port that accepts connections and never answers (an MLflow server that hangs)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def closed_port() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("given, message", [
+    ("", r"^load_runs: uri must name a store \(e.g. sqlite:///mlruns.db\), got ''$"),
+    ("file:///", r"^load_runs uri=file:///: a file store, which MLflow 3 refuses; use a SQLite store"),
+    ("runs.db", r"^load_runs uri=runs.db: a file store, which MLflow 3 refuses"),  # a plain path: MLflow's file store
+    ("bogus://x", r"^load_runs uri=bogus://x: not a tracking store MLflow opens \(scheme 'bogus'\)"),
+    ("sqlite:///missing.db", r"^load_runs uri=sqlite:///missing.db: no store at .*missing.db \(no such file\)"),
+    (42, r"^load_runs: uri must name a store \(e.g. sqlite:///mlruns.db\), got 42$")])
+def test_load_runs_of_what_is_no_store_is_one_line(tmp_path, monkeypatch, given, message):
+    """Issue 51, item 7: each was an MLflow exception or an AttributeError (a Path), and none may leave
+    a file behind."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        harness.load_runs(given)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_load_runs_of_a_path_reads_that_sqlite_file(tmp_path, monkeypatch):
+    from harness.pipeline.store import open_store
+
+    monkeypatch.chdir(tmp_path)
+    open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    assert harness.load_runs(tmp_path / "runs.db").empty  # a Path names the SQLite store; a new one holds no run
+    with pytest.raises(ConfigError, match=r"no store at .*other.db \(no such file\)"):
+        harness.load_runs(tmp_path / "other.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db", "runs.db.lock"]  # no ./mlflow.db
+
+
+def test_load_runs_of_a_server_that_is_down_or_silent_is_one_line(silent_server):
+    """Issue 51, item 7: an unreachable server gave no answer in 100 s (MLflow's own retries)."""
+    for uri in (closed_port(), silent_server):
+        with pytest.raises(ConfigError, match=rf"^load_runs uri={uri}: no MLflow server answers within 5 s"):
+            harness.load_runs(uri)
+
+
+def test_load_runs_of_a_database_without_its_driver_is_one_line():
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) for m in ("psycopg2", "psycopg")):
+        pytest.skip("a postgresql driver is installed here")
+    with pytest.raises(ConfigError, match=r"^load_runs uri=postgresql://u:\*\*\*@localhost/db: the database driver "
+                                          r"psycopg2? is not installed in this environment"):
+        harness.load_runs("postgresql://u:secret-pw@localhost/db")

@@ -229,7 +229,9 @@ def test_judge_command(monkeypatch, tmp_path, capsys):
 
     monkeypatch.setattr(components, "build_component", build)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "mlruns.db").write_bytes(b"")  # the store the runs are read from must exist (they are stand-ins)
+    from harness.pipeline.store import open_store
+
+    open_store("sqlite:///mlruns.db")  # the store the runs are read from must be one (they are stand-ins)
     out = tmp_path / "judged.jsonl"
     cli.main(["judge", "A", "B", "--set", "batch_size=3", "--out", str(out), "--cache", str(tmp_path / "cache")])
     assert built == [("llm", "bundled", 3)] and read == ["sqlite:///mlruns.db"] * 2  # tracking.uri of the config

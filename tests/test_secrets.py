@@ -25,9 +25,10 @@ ENV = {**ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 class KeyEchoServer:
     """An OpenAI-compatible chat server on 127.0.0.1 that records the Authorization header of
-    every request; with ``reject``, it answers 401 quoting the key back (as hosted APIs do)."""
+    every request; with ``reject``, it answers 401 quoting the key back (as hosted APIs do); with
+    ``echo``, its answer quotes the header."""
 
-    def __init__(self, reject: bool = False):
+    def __init__(self, reject: bool = False, echo: bool = False):
         self.auth: list[str] = []
         outer = self
 
@@ -39,7 +40,8 @@ class KeyEchoServer:
                     payload = {"error": {"message": f"Incorrect API key provided: {self.headers['Authorization']}",
                                          "type": "invalid_request_error", "code": "invalid_api_key"}}
                     return self._send(401, payload)
-                msg = {"role": "assistant", "content": "Paris"}
+                said = f"Paris (you sent {self.headers.get('Authorization', '')})" if echo else "Paris"
+                msg = {"role": "assistant", "content": said}
                 self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                                  "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
                                  "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
@@ -90,8 +92,9 @@ def test_mask_keys_values_overrides_environment_and_url_passwords(monkeypatch):
                             "judge": {"api_key": None}, "tracking": {"uri": "https://me:pa55word@mlflow.example"}})
     values = secret_values(cfg, ["llm.api_key=sk-typed-123456"], environ={"HF_TOKEN": "hf_abcdefgh",
                                                                             "PATH": "/usr/bin:/bin"})
-    # the interpolation resolved, the override's value, the secret-named variable; PATH is no secret
-    assert values == {"sk-typed-123456", "sk-env-7890ab", "hf_abcdefgh"}
+    # the interpolation resolved, the override's value, the secret-named variable, the URL's password
+    # (masked wherever it appears, not only in the URL); PATH is no secret
+    assert values == {"sk-typed-123456", "sk-env-7890ab", "hf_abcdefgh", "pa55word"}
     out = mask(OmegaConf.to_container(cfg, resolve=False),
                values | {"never-there"})
     assert out["llm"] == {"api_key": MASK, "max_tokens": 5, "tokenizer": "x"}
@@ -147,13 +150,14 @@ def test_a_server_quoting_the_key_back_is_masked_in_the_error():
 
 # --- end to end: the planted key is found nowhere -------------------------------------------
 
-def run_cli(tmp_path: Path, server: KeyEchoServer, *args: str, env: dict | None = None, sweep: bool = False) -> str:
+def run_cli(tmp_path: Path, server: KeyEchoServer, *args: str, env: dict | None = None, sweep: bool = False,
+            fails: bool = False, url: str | None = None) -> str:
     p = subprocess.run([sys.executable, "-m", "harness", *(["-m"] if sweep else []), *TINY_LEXICAL, "dataset.limit_queries=3", "llm=openai",
-                        f"llm.base_url={server.url}", "llm.max_retries=0", "responder=llm",
+                        f"llm.base_url={url or server.url}", "llm.max_retries=0", "responder=llm",
                         "responder.max_context_tokens=256", f"cache.dir={tmp_path / 'cache'}",
                         f"tracking.uri=sqlite:///{tmp_path / 'mlruns.db'}", *args],
                        cwd=tmp_path, env={**ENV, **(env or {})}, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == (2 if fails else 0), p.stderr[-3000:]
     return p.stdout + p.stderr
 
 
@@ -249,3 +253,67 @@ def test_a_tracking_password_is_printed_nowhere(tmp_path):
                        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
     printed = p.stdout + p.stderr
     assert p.returncode == 2 and password not in printed and "user:***@127.0.0.1:9" in printed, printed[-2000:]
+
+
+# --- issue 51, item 5: four more ways a key leaked -------------------------------------------
+
+def test_each_value_of_a_sweep_shaped_keys_and_url_tokens_are_secret():
+    a, b, c, d, e = (planted() for _ in range(5))
+    values = secret_values(overrides=[f"llm.api_key={a},{b}", f"+llm.openai_key={c}",
+                                      f"+llm.headers={{Authorization: Bearer {d}}}",
+                                      f"llm.base_url=http://{e}@127.0.0.1:8000/v1"], environ={})
+    assert {a, b, c, d, e} <= values  # each job's key, not only the sweep's whole text
+    assert mask_text(f"#1 : llm.api_key={b}", values) == "#1 : llm.api_key=***"
+    cfg = OmegaConf.create({"llm": {"headers": {"Authorization": f"Bearer {d}"}, "openai_key": c,
+                                    "base_url": "http://TOKEN1234@host/v1"}})
+    assert {c, d, "TOKEN1234"} <= secret_values(cfg, environ={})
+    assert mask(OmegaConf.to_container(cfg), ())["llm"] == {"headers": {"Authorization": MASK}, "openai_key": MASK,
+                                                             "base_url": "http://***@host/v1"}
+    # token-style userinfo, a password, and a key by its shape, in any text; words that merely contain sk- stay
+    assert (mask_text(f"http://{e}@host/v1 http://TOKEN@host https://me:pw@x.org {a} task-force risk-free", ())
+            == "http://***@host/v1 http://***@host https://me:***@x.org *** task-force risk-free")
+
+
+@pytest.mark.slow
+def test_a_sweep_over_keys_and_a_server_echoing_the_key_leave_it_nowhere(tmp_path):
+    """(a) `-m 'llm.api_key=sk-A,sk-B'` printed each job's key (only the sweep's whole text was
+    masked); (d) a server echoing the key put it in the cache and per_query.jsonl."""
+    s, first, second = KeyEchoServer(echo=True), planted(), planted()
+    try:
+        printed = run_cli(tmp_path, s, f"llm.api_key={first},{second}", "hydra.sweep.dir=sweep", sweep=True)
+    finally:
+        s.close()
+    assert set(s.auth) == {f"Bearer {first}"}  # the second job's answers come from the cache: a key is no key of it
+    assert "#0 : " in printed and "llm.api_key=***" in printed
+    assert_nowhere(first, tmp_path, printed)
+    assert_nowhere(second, tmp_path, printed)
+    per_query = [f for f in tmp_path.rglob("per_query.jsonl")]
+    # one run recorded: the second job is the same run (a key is no part of its identity)
+    assert len(per_query) == 1 and "Paris (you sent Bearer ***)" in per_query[0].read_text()
+
+
+@pytest.mark.slow
+def test_a_token_in_the_servers_address_is_printed_nowhere_and_the_server_is_reached(tmp_path, server):
+    """(b) `http://TOKEN@host/v1`: printed as given, and the preflight looked the host up as
+    `TOKEN@host` (no server answers)."""
+    token = planted()
+    url = server.url.replace("http://", f"http://{token}@")
+    printed = run_cli(tmp_path, server, url=url)
+    assert server.auth  # reached: the client sends the token as the URL's Basic credentials
+    assert_nowhere(token, tmp_path, printed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("override", ["+llm.openai_key={key}", "+llm.headers={{Authorization: Bearer {key}}}"],
+                         ids=["openai_key", "headers"])
+def test_a_key_under_another_name_is_refused_and_saved_nowhere(tmp_path, server, override):
+    """(c) A key under a name that is not secret-shaped was written to outputs/.../.hydra/*.yaml
+    before the run refused the unknown parameter."""
+    key = planted()
+    printed = run_cli(tmp_path, server, override.format(key=key), fails=True)
+    assert "got an unexpected keyword argument" in printed
+    saved = list((tmp_path / "outputs").rglob("*.yaml"))
+    assert {p.name for p in saved} == {"config.yaml", "hydra.yaml", "overrides.yaml"}
+    assert key not in printed
+    leaks = [str(f) for f in tmp_path.rglob("*") if f.is_file() and key.encode() in f.read_bytes()]
+    assert not leaks, leaks

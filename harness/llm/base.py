@@ -26,6 +26,7 @@ Entries are written per item as soon as a batch returns (a killed run keeps its 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -81,6 +82,28 @@ class Sampling:
         return self.temperature == 0.0
 
 
+class Unanswered(str):
+    """What a backend returns for a call the model gave no usable answer to (no content, only tool
+    calls, cut at max_tokens before any text, text that is not valid Unicode): the text it could
+    read ("" if none), used as that answer, counted (:attr:`LLMStats.unanswered`), warned of, and
+    never cached, so a rerun asks again."""
+
+    reason: str
+
+    def __new__(cls, text: str, reason: str) -> "Unanswered":
+        obj = super().__new__(cls, text)
+        obj.reason = reason
+        return obj
+
+
+_UNANSWERED = [0]  # every Unanswered this process got, all models: the runner stores no stage that saw one
+
+
+def unanswered_calls() -> int:
+    """How many model calls of this process got no usable answer so far (:class:`Unanswered`)."""
+    return _UNANSWERED[0]
+
+
 @dataclass
 class LLMStats:
     """What a run reports about its model calls (cache hits are counted by the cache)."""
@@ -89,6 +112,7 @@ class LLMStats:
     prompt_tokens: int = 0
     generated_tokens: int = 0
     scored_tokens: int = 0
+    unanswered: int = 0  # calls that got an Unanswered: used as given, not cached
 
 
 DTYPE_ALIASES = {"half": "float16", "float": "float32"}  # vLLM's spellings, one key per precision
@@ -124,6 +148,11 @@ class LLM(ABC):
         set, so unpinned entries keep their keys."""
         own = {"model": self.model, "dtype": self.dtype, "quantization": self.quantization}
         return {**own, "revision": self.revision} if self.revision else own
+
+    @property
+    def who(self) -> str:
+        """The model as a warning names it."""
+        return self.model
 
     @property
     def chat_template_kwargs(self) -> dict[str, bool]:
@@ -232,6 +261,7 @@ class LLM(ABC):
                 out[i] = self.cache.get_timed("llm", k)
         first: dict[str, int] = {}
         todo = [i for i, v in enumerate(out) if v is None and first.setdefault(keys[i], i) == i]
+        unanswered: dict[str, int] = {}
         with tqdm(total=len(todo), desc=desc, unit="call", disable=len(todo) < 2, leave=False) as bar:
             for b in range(0, len(todo), self.batch_size):
                 idx = todo[b:b + self.batch_size]
@@ -244,9 +274,17 @@ class LLM(ABC):
                 self.stats.calls += len(idx)
                 for i, v in zip(idx, results):
                     out[i] = v
-                    if self.cache is not None:
+                    if isinstance(v, Unanswered):
+                        unanswered[v.reason] = unanswered.get(v.reason, 0) + 1
+                    elif self.cache is not None:
                         self.cache.put_timed("llm", keys[i], v, seconds)
                 bar.update(len(idx))
+        if unanswered:
+            self.stats.unanswered += sum(unanswered.values())
+            _UNANSWERED[0] += sum(unanswered.values())
+            print(f"chunkbench: warning: {self.who} gave no usable answer to {sum(unanswered.values())} of "
+                  f"{len(todo)} {op} calls ({', '.join(f'{r}: {n}' for r, n in unanswered.items())}); each is "
+                  f"used as the text it gave (empty if none) and not cached, so a rerun asks again", file=sys.stderr)
         for i, v in enumerate(out):
             if v is None:
                 out[i] = out[first[keys[i]]]

@@ -18,15 +18,54 @@ without prompt log-probabilities (most hosted APIs) raise a clear error for scor
 from __future__ import annotations
 
 import os
+import re
 from functools import cached_property
 from typing import Any
 
 from harness.cache import Cache
-from harness.llm.base import LLM, LLMError, Message, Sampling
+from harness.llm.base import LLM, LLMError, Message, Sampling, Unanswered
 from harness.llm.bundled import BUNDLED_ID, llm_path
-from harness.llm.server import Server, choices, map_on_server
+from harness.llm.server import BadAnswer, Server, choices, map_on_server
 from harness.revision import split_name
+from harness.secrets import known_secrets, mask_text
 from harness.types import ConfigError
+
+
+# No tokenizer decodes one token to more characters than this: an answer longer than max_tokens of
+# them is a server that ignores max_tokens (a 10 MB reply to max_tokens=8), refused, not stored.
+MAX_CHARS_PER_TOKEN = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON may escape one; UTF-8 (the cache, MLflow) cannot hold it
+
+
+def reply_text(choice: Any, sampling: Sampling, chat: bool) -> str:
+    """The text of a chat (``message.content``) or completion (``text``) choice. A body of the
+    other endpoint's shape, text that is no string, or one far longer than ``max_tokens`` allows
+    is a :class:`BadAnswer`; no text (null, absent, only tool calls, "" cut at max_tokens) or text
+    with lone surrogates is an :class:`Unanswered`."""
+    field = "message" if chat else "text"
+    if chat:
+        message = getattr(choice, "message", None)
+        if message is None:
+            other = " (`choices[0].text`: a /completions answer to a chat request?)" if getattr(choice, "text", None) else ""
+            raise BadAnswer(f"a choice with no `message`{other}")
+        text = getattr(message, "content", None)
+        if text is None:
+            return Unanswered("", "only tool calls" if getattr(message, "tool_calls", None) else "no content")
+    else:
+        text = getattr(choice, "text", None)
+        if text is None:
+            raise BadAnswer("a choice with no `text` (a chat answer to a /completions request?)")
+    if not isinstance(text, str):
+        raise BadAnswer(f"a `{field}` that is no text ({type(text).__name__})")
+    if len(text) > MAX_CHARS_PER_TOKEN * sampling.max_tokens:
+        raise BadAnswer(f"{len(text):,} characters to max_tokens={sampling.max_tokens}",
+                        "the server does not honour max_tokens (more than "
+                        f"{MAX_CHARS_PER_TOKEN} characters a token): fix its settings or its version")
+    if text == "" and getattr(choice, "finish_reason", None) == "length":
+        return Unanswered("", "cut at max_tokens before any text")
+    if _SURROGATE.search(text):
+        return Unanswered(_SURROGATE.sub("\ufffd", text), "text that is not valid Unicode")
+    return text
 
 
 class OpenAILLM(LLM):
@@ -54,6 +93,10 @@ class OpenAILLM(LLM):
         """Built on each use: the settings as they are now (a test may lower max_retries)."""
         return Server("llm=openai", "llm", self.base_url, self.served_model, self.api_key, self.max_retries,
                       self.timeout, self.deadline, self.max_concurrency, " e.g. `vllm serve <model>`", LLMError)
+
+    @property
+    def who(self) -> str:
+        return f"llm=openai: {mask_text(self.base_url, {self.api_key} - {'EMPTY'})} (model {self.served_model!r})"
 
     @property
     def identity(self) -> dict[str, str | None]:
@@ -97,6 +140,14 @@ class OpenAILLM(LLM):
             out["extra_body"] = extra
         return out
 
+    def _masked(self, text: str) -> str:
+        """``text`` without the key or any secret this process knows of: a server may echo them,
+        and the answer is cached and recorded."""
+        masked = mask_text(text, ({self.api_key} - {"EMPTY"}) | known_secrets())
+        if masked == text:
+            return text
+        return Unanswered(masked, text.reason) if isinstance(text, Unanswered) else masked
+
     def _count_usage(self, resp) -> None:
         if resp.usage is not None:
             self.stats.prompt_tokens += resp.usage.prompt_tokens or 0
@@ -107,7 +158,7 @@ class OpenAILLM(LLM):
             resp = self.client.completions.create(prompt=prompt, timeout=timeout, **self._sampling(sampling))
             found = choices(resp)
             self._count_usage(resp)
-            return found[0].text
+            return self._masked(reply_text(found[0], sampling, chat=False))
 
         return self._map(one, prompts)
 
@@ -117,7 +168,7 @@ class OpenAILLM(LLM):
                                                        **self._sampling(sampling, chat=True))
             found = choices(resp)
             self._count_usage(resp)
-            return found[0].message.content or ""
+            return self._masked(reply_text(found[0], sampling, chat=True))
 
         return self._map(one, conversations)
 

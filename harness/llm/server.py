@@ -66,7 +66,12 @@ class Server:
 
 
 class BadAnswer(Exception):
-    """A 200 whose body is no answer (not JSON, not a completion, no choices): not retried."""
+    """A 200 whose body is no answer (not JSON, not a completion, no choices, far longer than
+    asked): not retried. ``advice``: what to check, when not that the URL is an OpenAI API."""
+
+    def __init__(self, what: str, advice: str | None = None):
+        super().__init__(what)
+        self.advice = advice
 
 
 class Overran(Exception):
@@ -173,6 +178,32 @@ def map_on_server(server: Server, fn: Callable[[Any, float], Any], items: list) 
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def probe(base_url: str, api_key: str, timeout: float) -> tuple[str | None, list[str] | None]:
+    """``GET base_url/models``: (why no OpenAI-compatible server answers, None), or (None, the
+    model names it lists; None when its answer lists none: any HTTP answer, an authentication
+    error included, shows a server is there)."""
+    import urllib.error
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(base_url)  # credentials in the address (http://TOKEN@host) are no host name
+    url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    request = urllib.request.Request(f"{url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            raw = r.read(1 << 20)
+    except urllib.error.HTTPError:
+        return None, None  # a server answered
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return str(getattr(e, "reason", e)), None
+    try:
+        body = json.loads(raw)
+    except ValueError:  # no JSON list of models: the requests will say what is wrong
+        return None, None
+    data = body.get("data") if isinstance(body, dict) else None
+    names = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if isinstance(data, list) else []
+    return None, names or None
+
+
 def choices(resp: Any) -> list:
     """The choices of a completion; a body that is no completion is a :class:`BadAnswer`."""
     found = getattr(resp, "choices", None)
@@ -225,8 +256,8 @@ def failure(server: Server, e: Exception, tries: int, seconds: float) -> Service
                 + advice.format(key=k, url=s.base_url, tries=tried))
     elif isinstance(e, (BadAnswer, json.JSONDecodeError)):
         what = e if isinstance(e, BadAnswer) else f"a body that is not JSON ({e})"
-        line = (f"{s.who}: {s.base_url} answered model {s.served_model!r} with {what}; is {k}.base_url an "
-                f"OpenAI-compatible API (ending in /v1)?")
+        advice = getattr(e, "advice", None) or f"is {k}.base_url an OpenAI-compatible API (ending in /v1)?"
+        line = f"{s.who}: {s.base_url} answered model {s.served_model!r} with {what}; {advice}"
     else:
         return None
     return s.error(mask_text(line, {s.api_key} - {"EMPTY"}))

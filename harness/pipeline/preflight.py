@@ -110,21 +110,41 @@ def check_local_store(uri: str) -> None:
 
 
 def check_record(uri: str, name: str = "tracking.uri") -> None:
-    """The store a verb only reads (table, compare, judge, tables render): a server must answer,
-    a local SQLite file must exist; MLflow would create an empty store at a typo'd path."""
+    """The store a verb only reads (table, compare, judge, tables render, ``harness.load_runs``): a
+    server must answer, a database's driver must be installed, a local SQLite file must be an MLflow
+    store at this MLflow's schema; MLflow would create an empty store at a typo'd path, and create
+    or migrate its tables in another program's file."""
     if uri.startswith(("http://", "https://")):
-        check_tracking(uri)
+        check_tracking(uri, name=name)
         return
-    if store_scheme(uri, name) != "sqlite":
+    scheme = store_scheme(uri, name)
+    if scheme in DATABASE_SCHEMES[1:]:
+        check_driver(uri, name)
+    if scheme != "sqlite":
         return
-    db = sqlite_file(uri)
-    if not db.is_file():
-        why = "a folder" if db.is_dir() else "no such file"
-        raise ConfigError(f"{name}={uri}: no store at {db.absolute()} ({why}); give the store the runs were "
-                          f"recorded in (make runs with `chunkbench run`)")
+    from harness.pipeline.store import check_readable
+
+    check_readable(uri, name)
 
 
-def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
+def check_driver(uri: str, name: str) -> None:
+    """A database URL whose SQLAlchemy driver is not installed: one line naming it (MLflow's is a
+    ModuleNotFoundError traceback)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        make_url(uri).get_dialect().import_dbapi()
+    except ImportError as e:
+        raise ConfigError(f"{name}={mask_text(uri, ())}: the database driver {e.name or 'for it'} is not "
+                          f"installed in this environment; install it (e.g. psycopg2-binary for postgresql, "
+                          f"pymysql for mysql+pymysql) or use sqlite:///mlruns.db") from None
+    except (ArgumentError, NoSuchModuleError) as e:
+        raise ConfigError(f"{name}={mask_text(uri, ())}: not a database URL SQLAlchemy opens "
+                          f"({str(e).splitlines()[0]})") from None
+
+
+def check_tracking(uri: str | None, timeout: float = 5.0, name: str = "tracking.uri") -> None:
     """An http(s) tracking URI must answer MLflow's /health; a local store must be one MLflow
     opens and can write (:func:`check_local_store`)."""
     if not uri or not str(uri).strip():
@@ -145,7 +165,7 @@ def check_tracking(uri: str | None, timeout: float = 5.0) -> None:
                                       if e.code == 401 else "")
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = str(getattr(e, "reason", e))
-    raise ConfigError(f"tracking.uri={mask_text(uri, ())}: no MLflow server answers ({reason}); start one with "
+    raise ConfigError(f"{name}={mask_text(uri, ())}: no MLflow server answers within {timeout:g} s ({reason}); start one with "
                       f"`make mlflow-server` or fix the address")
 
 
@@ -204,16 +224,17 @@ def check_interpolations(cfg: DictConfig) -> dict[str, Any]:
 OPENAI_TARGET = "harness.llm.openai_llm.OpenAILLM"
 
 
-def served_models(resolved: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
-    """base_url -> (the first config key whose model is served there, its api_key) for every
-    OpenAI-compatible model a stage will call: the top-level ``llm`` node only counts where a
-    component takes it (``llm: ${llm}`` in a chunker, the responder, a metric)."""
-    found: dict[str, tuple[str, str | None]] = {}
+def served_models(resolved: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """(base_url, served model name) -> (the first config key whose model is served there, its
+    api_key) for every OpenAI-compatible model a stage will call: the top-level ``llm`` node only
+    counts where a component takes it (``llm: ${llm}`` in a chunker, the responder, a metric)."""
+    found: dict[tuple[str, str], tuple[str, str | None]] = {}
 
     def walk(node: Any, where: str) -> None:
         if isinstance(node, dict):
             if node.get("_target_") == OPENAI_TARGET and node.get("base_url"):
-                found.setdefault(str(node["base_url"]), (where, node.get("api_key")))
+                served = str(node.get("served_model") or node.get("model"))
+                found.setdefault((str(node["base_url"]), served), (where, node.get("api_key")))
             for k, v in node.items():
                 walk(v, f"{where}.{k}")
         elif isinstance(node, list):
@@ -226,29 +247,24 @@ def served_models(resolved: dict[str, Any]) -> dict[str, tuple[str, str | None]]
     return found
 
 
-def server_problem(base_url: str, api_key: str, timeout: float) -> str | None:
-    """Why no OpenAI-compatible server answers ``GET base_url/models``; None when one does (any
-    HTTP answer, an authentication error included, shows a server is there)."""
-    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout):
-            return None
-    except urllib.error.HTTPError:
-        return None  # a server answered
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        return str(getattr(e, "reason", e))
-
-
 def check_llm_servers(resolved: dict[str, Any], timeout: float = 5.0) -> None:
-    """Every OpenAI-compatible server a stage's model is served by answers (:func:`server_problem`)."""
-    for base_url, (where, api_key) in served_models(resolved).items():
+    """Every OpenAI-compatible server a stage's model is served by answers, and serves that model
+    when it lists what it serves (:func:`harness.llm.server.probe`)."""
+    from harness.llm.server import probe
+
+    for (base_url, served), (where, api_key) in served_models(resolved).items():
         key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         if urllib.parse.urlsplit(base_url).scheme not in ("http", "https") or "://" not in base_url:
             raise ConfigError(f"{where}.base_url={base_url}: not an http(s) URL; give the server's address "
                               f"in llm.base_url, e.g. http://127.0.0.1:8000/v1")
-        if reason := server_problem(base_url, key, timeout):
+        reason, listed = probe(base_url, key, timeout)
+        if reason:
             raise ConfigError(f"{where}.base_url={base_url}: no OpenAI-compatible server answers ({reason}); start "
                               f"it (e.g. `vllm serve MODEL --port PORT`) or fix llm.base_url, or use llm=transformers")
+        if listed and served not in listed:
+            shown = ", ".join(repr(m) for m in listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+            raise ConfigError(f"{where}.served_model={served}: the server at {base_url} serves {shown}, not it; "
+                              f"set {where}.served_model to the name it serves (llm.model names the weights)")
 
 
 def check_objective(objective: str, metrics: Any, overrides: Sequence[str] = ()) -> None:

@@ -29,7 +29,10 @@ from harness.pipeline.runner import RunResult
 from harness.pipeline.store import (
     CONFIG_TAG,
     IDENTITY_TAG,
+    OWNER_TAG,
     open_store,
+    owner_is_dead,
+    owner_tags,
     recorded_in_sqlite,
     sqlite_path,
     store_is_current,
@@ -271,16 +274,19 @@ def log_once(cfg: DictConfig, identity: str, log: Callable[[], str]) -> tuple[st
 
 
 def end_ghosts(uri: str) -> int:
-    """Mark KILLED the runs a local store holds as RUNNING: every writer logs a run whole under the
-    store's lock (held by the caller), so a RUNNING run there is one whose process died while
-    logging it. Returns how many."""
+    """Mark KILLED the runs ChunkBench started in a local store that are still RUNNING though their
+    owner process (:data:`OWNER_TAG`) is dead: every writer logs a run whole under the store's lock
+    (held by the caller), so such a run is one whose process died while logging it. A run without
+    the tag is someone else's (``MlflowClient(uri).create_run`` in a notebook): never touched.
+    Returns how many."""
     if sqlite_path(uri) is None:  # a server has no such lock: its runs may be in progress
         return 0
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
     experiments = [e.experiment_id for e in client.search_experiments()]
-    ghosts = client.search_runs(experiments, "attributes.status = 'RUNNING'") if experiments else []
+    running = client.search_runs(experiments, "attributes.status = 'RUNNING'") if experiments else []
+    ghosts = [r for r in running if OWNER_TAG in r.data.tags and owner_is_dead(r.data.tags[OWNER_TAG])]
     for run in ghosts:
         client.set_terminated(run.info.run_id, status="KILLED")
     return len(ghosts)
@@ -299,7 +305,7 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, s
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
         secrets = secret_values(cfg)
-        with mlflow.start_run(run_name=mask_text(run_name, secrets)) as run:
+        with mlflow.start_run(run_name=mask_text(run_name, secrets), tags=owner_tags()) as run:
             resolved = mask(OmegaConf.to_container(cfg, resolve=True), secrets)  # keys as ***, everywhere
             params = flatten({k: v for k, v in resolved.items() if k != "hydra"})
             items = list(params.items())
@@ -320,11 +326,12 @@ def log_run(cfg: DictConfig, result: RunResult, run_name: str, tags: dict[str, s
             if patch:  # the tracked changes and the untracked files the run's code may have used
                 mlflow.log_text(patch, "git_diff.patch")
             mlflow.log_dict(result.dataset_report, "dataset_report.json")
-            mlflow.log_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_query),
-                            "per_query.jsonl")
+            # masked: a server that echoes a key puts it in the answers (and the contexts may quote one)
+            mlflow.log_text(mask_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_query),
+                                      secrets), "per_query.jsonl")
             if result.per_document:  # document metrics' rows, per-chunk series included (plots read them)
-                mlflow.log_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_document),
-                                "per_document.jsonl")
+                mlflow.log_text(mask_text("\n".join(json.dumps(r, ensure_ascii=False) for r in result.per_document),
+                                          secrets), "per_document.jsonl")
             return run.info.run_id
 
 
@@ -340,7 +347,7 @@ def log_failure(cfg: DictConfig, run_name: str, error: str, tags: dict[str, str]
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(cfg.experiment_name)
         secrets = secret_values(cfg)
-        run = mlflow.start_run(run_name=mask_text(run_name, secrets))
+        run = mlflow.start_run(run_name=mask_text(run_name, secrets), tags=owner_tags())
         try:
             tags = {"scale": cfg.scale, "experiment": cfg.experiment_name, "error": error[:4000],
                     IDENTITY_TAG: run_identity(cfg), CONFIG_TAG: config_identity(cfg), **git_state(),

@@ -6,7 +6,9 @@ keys of the stages it reads, so a changed config slice recomputes that stage and
 after it, and nothing before. Fine-grained work inside a stage (embeddings per text, LLM
 calls per prompt) is cached by the embedder and the LLM themselves. ``refresh`` names stages to
 compute again although stored (a chunker edited outside what its key holds, a suspect entry):
-they and every stage that reads them are recomputed and stored over the old entries.
+they and every stage that reads them are recomputed and stored over the old entries. A stage
+during which a model gave no usable answer (:class:`harness.llm.base.Unanswered`) is not stored,
+nor is any stage that reads it: a rerun asks the model again.
 
 A stage that must be computed is computed under its key's cache lock, so the jobs of a sweep
 that share it (on one machine or on a cluster's shared cache) compute it once: the others
@@ -28,6 +30,7 @@ from harness.aggregation import aggregate, aggregate_documents, chunk_statistics
 from harness.cache import Cache, make_key, text_digest, without_services
 from harness.data.base import NOT_QUERIED
 from harness.data.evidence_checks import report_warnings
+from harness.llm.base import unanswered_calls
 from harness.metrics.base import DocumentMetric
 from harness.pipeline.chunk_checks import (check_contexts, chunk_checks, encoder_lengths, warning,
                                            whole_document_contexts)
@@ -99,6 +102,17 @@ class Pipeline:
         self.forced = forced_stages(self.cfg.get("refresh") or [])
         self.waited: dict[str, float] = {}  # stage -> seconds spent waiting for another process's lock
         self.unsearchable: list[str] | None = None  # the qids the retriever had nothing to search with
+        self.unstored: set[str] = set()  # stages computed with a model's non-answer (Unanswered), and those after
+
+    def store(self, stage: Stage, namespace: str, key: str, value: Any, unanswered_before: int) -> None:
+        """``value`` into the cache, unless a model call gave no usable answer while it was computed,
+        or a stage it reads was left unstored for that: then it is computed again by a rerun."""
+        if unanswered_calls() == unanswered_before and not self.unstored.intersection(stage.after):
+            self.cache.put(namespace, key, value)
+        elif stage.name not in self.unstored:
+            self.unstored.add(stage.name)
+            self.log(f"[{stage.name}] not stored: a model gave no usable answer (warned above); a rerun "
+                     f"computes it again")
 
     def key(self, stage: Stage) -> str:
         parts = [config_slice(self.cfg, g) for g in stage.reads]
@@ -106,7 +120,7 @@ class Pipeline:
         return make_key(stage.name, stage.version, parts, [self.keys[a] for a in stage.after], extra)
 
     def run(self) -> RunResult:
-        since = self.cache.counts()
+        since, unanswered = self.cache.counts(), unanswered_calls()
         result = RunResult({}, [], {})
         for stage in STAGES:
             if stage.optional and getattr(self.c, stage.reads[0]) is None:
@@ -126,6 +140,8 @@ class Pipeline:
         self.summarize_cached(result)
         if self.unsearchable is not None:  # not cached with the summary: the runs summarized before it keep their key
             result.metrics["queries_without_terms"] = len(self.unsearchable)
+        if unanswered_calls() > unanswered:  # recorded only then: other runs' metrics are as they were
+            result.metrics["llm_unanswered"] = float(unanswered_calls() - unanswered)
         if line := warning(result.metrics, self.budget(), result.metrics.get("embedder_input_limit")):
             logger.warning(line)
         result.cache_counts = self.cache.counts(since)
@@ -180,11 +196,13 @@ class Pipeline:
     def run_whole(self, stage: Stage) -> tuple[Any, str]:
         key = self.keys[stage.name]
         with self.computing(stage, stage.name, [key], key):
-            value = None if stage.name in self.forced else self.cache.get(stage.name, key)
+            fresh = stage.name in self.forced or self.unstored.intersection(stage.after)
+            value = None if fresh else self.cache.get(stage.name, key)
             if value is not None:
                 return value, "cached"
+            before = unanswered_calls()
             value = stage.compute(self.c, self.outputs)
-            self.cache.put(stage.name, key, value)
+            self.store(stage, stage.name, key, value, before)
             return value, "computed"
 
     def run_per_document(self, stage: Stage) -> tuple[dict[str, Any], str]:
@@ -204,9 +222,9 @@ class Pipeline:
             batch = max(1, int(getattr(self.c, stage.reads[0]).batch_size))
             with tqdm(total=len(pending), desc=stage.name, unit="doc", disable=not pending) as bar:
                 for i in range(0, len(pending), batch):
-                    group = pending[i:i + batch]
+                    group, before = pending[i:i + batch], unanswered_calls()
                     for d, entry in zip(group, stage.compute(self.c, group)):
-                        self.cache.put(namespace, keys[d.doc_id], entry)
+                        self.store(stage, namespace, keys[d.doc_id], entry, before)
                         out[d.doc_id] = entry
                     bar.update(len(group))
         if docs:
@@ -244,7 +262,8 @@ class Pipeline:
         if fields is None:
             self.summarize(r)
             fields = {f: getattr(r, f) for f in SUMMARY_FIELDS}
-            self.cache.put("summary", key, fields)
+            if "evaluate" not in self.unstored:
+                self.cache.put("summary", key, fields)
         for name, value in fields.items():
             setattr(r, name, value)
 

@@ -199,6 +199,11 @@ def test_reading_a_store_checks_it_exists_and_creates_nothing(tmp_path):
         preflight.check_record(f"sqlite:///{tmp_path / 'dir.db'}")
     with pytest.raises(ConfigError, match=r"^tracking.uri=bogus://x: not a tracking store MLflow opens"):
         preflight.check_record("bogus://x")
-    (tmp_path / "real.db").write_bytes(b"")
+    (tmp_path / "empty.db").write_bytes(b"")  # MLflow would create a store in it: a reader refuses it
+    with pytest.raises(ConfigError, match=r"^tracking.uri=sqlite:///.*: .*empty.db is an empty file, no MLflow store"):
+        preflight.check_record(f"sqlite:///{tmp_path / 'empty.db'}")
+    from harness.pipeline.store import open_store
+
+    open_store(f"sqlite:///{tmp_path / 'real.db'}")
     preflight.check_record(f"sqlite:///{tmp_path / 'real.db'}")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.db", "real.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.db", "empty.db", "real.db", "real.db.lock"]

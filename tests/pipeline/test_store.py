@@ -3,18 +3,22 @@ line with its repair, a rerun of a recorded run not logged again (tracking.rerun
 
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 
+import harness
 from harness.pipeline.record import code_state, record_run, run_identity
 from harness.pipeline.runner import Pipeline
-from harness.pipeline.store import StoreError, open_store
+from harness.pipeline.store import OWNER_TAG, StoreError, mlflow_schema_revisions, open_store
+from harness.types import ConfigError
 from tests.conftest import CONFIGS, REPO, TINY
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -164,9 +168,10 @@ def test_a_run_whose_process_died_while_logging_is_marked_killed_by_the_next_log
     cfg = config(tmp_path)
     uri = cfg.tracking.uri
     open_store(uri)
-    ghost = subprocess.run([sys.executable, "-c", "import os, sys, mlflow; mlflow.set_tracking_uri(sys.argv[1]); "
-                            "mlflow.set_experiment('chunkbench'); print(mlflow.start_run().info.run_id, flush=True); "
-                            "os._exit(9)", uri], env=ENV, capture_output=True, text=True, timeout=300)
+    ghost = subprocess.run([sys.executable, "-c", "import os, sys, mlflow; from harness.pipeline.store import owner_tags; "
+                            "mlflow.set_tracking_uri(sys.argv[1]); mlflow.set_experiment('chunkbench'); "
+                            "print(mlflow.start_run(tags=owner_tags()).info.run_id, flush=True); os._exit(9)", uri],
+                           env=ENV, capture_output=True, text=True, timeout=300)
     ghost_id = ghost.stdout.strip()
     assert ghost.returncode == 9 and [r.info.status for r in recorded(uri)] == ["RUNNING"]
     result = Pipeline(cfg, log=lambda *_: None).run()
@@ -189,3 +194,103 @@ def test_of_two_processes_logging_the_same_run_one_logs_it(tmp_path, monkeypatch
     logged = []
     assert log_once(cfg, identity, lambda: logged.append(1) or "x") == (other, False)
     assert not logged and len(recorded(cfg.tracking.uri)) == 1
+
+
+def other_programs_db(path: Path) -> Path:
+    with closing(sqlite3.connect(path)) as con, con:
+        con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        con.execute("INSERT INTO notes (body) VALUES ('mine')")
+    return path
+
+
+def tables_of(db: Path) -> set[str]:
+    with closing(sqlite3.connect(db)) as con:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def test_another_programs_sqlite_file_is_refused_by_a_run_and_by_load_runs(tmp_path):
+    """Issue 51, 1a: MLflow migrated its 66 tables into any SQLite file it was pointed at."""
+    db = other_programs_db(tmp_path / "their.db")
+    out = cli(*TINY, "retriever=bm25", f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{db}",
+              cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == (
+        f"chunkbench: error: {db} (tracking.uri=sqlite:///{db}) is not an MLflow store (its tables: notes): "
+        "ChunkBench neither records into nor converts another program's database; point tracking.uri at an "
+        "MLflow store or a new file (e.g. sqlite:///mlruns.db)")
+    with pytest.raises(ConfigError, match=rf"^{db} \(load_runs uri=sqlite:///{db}\) is not an MLflow store"):
+        harness.load_runs(f"sqlite:///{db}")
+    with pytest.raises(StoreError, match="is not an MLflow store"):
+        open_store(f"sqlite:///{db}")
+    assert tables_of(db) == {"notes"} and not (tmp_path / "cache").exists()
+
+
+def test_load_runs_never_creates_or_migrates_a_store(tmp_path, monkeypatch):
+    """Issue 51, 1a: `load_runs(None)` made ./mlflow.db; a reader migrated an older MLflow's store."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^load_runs uri=sqlite:///mlruns.db: no store at .*mlruns.db \(no such file\)"):
+        harness.load_runs(None)
+    assert list(tmp_path.iterdir()) == []
+    older = tmp_path / "older.db"
+    open_store(f"sqlite:///{older}")
+    revisions, parents = mlflow_schema_revisions()
+    previous = sorted(parents)[0]  # a revision some later one follows: an older MLflow's schema
+    with closing(sqlite3.connect(older)) as con, con:
+        con.execute("UPDATE alembic_version SET version_num = ?", (previous,))
+    with pytest.raises(ConfigError, match=rf"is an older MLflow's \(schema {previous}, .*`mlflow db upgrade sqlite:///{older}`"):
+        harness.load_runs(f"sqlite:///{older}")
+    with closing(sqlite3.connect(older)) as con:
+        assert con.execute("SELECT version_num FROM alembic_version").fetchone()[0] == previous
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with pytest.raises(ConfigError, match="is an empty file, no MLflow store"):
+        harness.load_runs(empty)  # a Path is the SQLite file
+    assert empty.stat().st_size == 0
+
+
+def test_a_run_the_user_has_open_is_no_ghost(tmp_path):
+    """Issue 51, 1b: the ghost sweep marked KILLED a run a user had open with MlflowClient; only a run
+    ChunkBench started (tagged with its owner) whose owner process is dead is one."""
+    from mlflow.tracking import MlflowClient
+
+    cfg = config(tmp_path)
+    uri = cfg.tracking.uri
+    open_store(uri)
+    client = MlflowClient(tracking_uri=uri)
+    users = client.create_run(client.create_experiment("notebook")).info.run_id
+    mine = client.create_run(client.get_experiment_by_name("notebook").experiment_id,
+                             tags={OWNER_TAG: f"{socket.gethostname()}:{os.getpid()}"}).info.run_id  # alive
+    result = Pipeline(cfg, log=lambda *_: None).run()
+    run_id, _ = record_run(cfg, result, "a")
+    status = {r.info.run_id: r.info.status for r in recorded(uri)}
+    assert status == {users: "RUNNING", mine: "RUNNING", run_id: "FINISHED"}
+
+
+def test_two_processes_reading_a_new_store_at_once_both_succeed(tmp_path):
+    """Issue 51, 1c: two `challenge` processes on one new store: one died with `duplicate column name:
+    step` (MLflow created the store in place, unlocked, when the challenge first read it)."""
+    uri = f"sqlite:///{tmp_path / 'new.db'}"
+    read = "import sys; from harness.report.tables.records import table_runs; print(len(table_runs(sys.argv[1], 'smoke')))"
+    procs = [subprocess.Popen([sys.executable, "-c", read, uri], env=ENV, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err[-800:] for _, err in outs]
+    assert [out.strip() for out, _ in outs] == ["0", "0", "0"]
+
+
+def test_a_store_missing_a_table_is_one_line_before_any_work(tmp_path):
+    """Issue 51, 1d: a store whose `metrics` table was dropped: a 90-line MLflow traceback after the
+    whole run, then an error."""
+    db = tmp_path / "mlruns.db"
+    open_store(f"sqlite:///{db}")
+    with closing(sqlite3.connect(db)) as con, con:
+        con.execute("DROP TABLE metrics")
+    out = cli(*TINY, "retriever=bm25", f"cache.dir={tmp_path / 'cache'}", f"tracking.uri=sqlite:///{db}",
+              cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == (
+        f"chunkbench: error: the MLflow store {db} (tracking.uri=sqlite:///{db}) is unusable (its table metrics "
+        f"is missing): move it aside (`mv {db} {db}.broken`; it holds 0 runs) and rerun: a new store is created")
+    assert not (tmp_path / "cache").exists()
+    with pytest.raises(ConfigError, match=r"is unusable \(its table metrics is missing\)"):
+        harness.load_runs(f"sqlite:///{db}")

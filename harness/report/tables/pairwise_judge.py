@@ -73,12 +73,13 @@ def log_judged(uri: str, spec: TableSpec, scale: str, judge_cfg, run_tags: dict[
     from omegaconf import OmegaConf
 
     from harness.pipeline.record import flatten, git_state
-    from harness.pipeline.store import store_lock
+    from harness.pipeline.store import open_store, owner_tags, store_lock
 
+    open_store(uri)
     with store_lock(uri):
         mlflow.set_tracking_uri(uri)
         mlflow.set_experiment(spec.experiment)
-        with mlflow.start_run(run_name=run_tags["table.run"]) as run:
+        with mlflow.start_run(run_name=run_tags["table.run"], tags=owner_tags()) as run:
             llm = OmegaConf.to_container(judge_cfg.llm, resolve=False)
             mlflow.log_params({f"judge.llm.{k}": v for k, v in flatten(llm).items()})
             mlflow.log_metrics({k: v for k, v in values.items() if math.isfinite(v)})

@@ -13,18 +13,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.pipeline.store import CONFIG_TAG
+from harness.pipeline.store import CONFIG_TAG, open_store
 from harness.report.tables.grid import SET_TAG, compose, set_tag
 from harness.report.tables.spec import GridRun, TableSpec
 from harness.types import ConfigError
 
 
+def _client(uri: str):
+    """A client of the store at ``uri``, made ready first under its lock: MLflow creates a new SQLite
+    store in place, and two processes (two challenges) creating one at once collide
+    (``duplicate column name``)."""
+    from mlflow.tracking import MlflowClient
+
+    open_store(uri)
+    return MlflowClient(tracking_uri=uri)
+
+
 def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
     """Every MLflow run of the table's experiment at ``scale`` by its ``table.run`` tag, latest first:
     its grid points' and the others it records (a pairwise judgement, a challenger's rows)."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
+    client = _client(uri)
     exp = client.get_experiment_by_name(spec.experiment)
     if exp is None:
         return {}
@@ -38,9 +46,7 @@ def recorded_runs(spec: TableSpec, uri: str, scale: str) -> dict[str, list]:
 
 def table_runs(uri: str, scale: str) -> list:
     """Every finished run of every table's experiment (``tables/...``) at ``scale``, latest first."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
+    client = _client(uri)
     experiments = [e.experiment_id for e in client.search_experiments() if e.name.startswith("tables/")]
     out, token = [], None
     while experiments:
@@ -56,9 +62,7 @@ def table_runs(uri: str, scale: str) -> list:
 
 def untagged_runs(uri: str, scale: str) -> dict[str, list]:
     """The finished runs at ``scale`` that no table tagged, by their config identity, latest first."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
+    client = _client(uri)
     experiments = [e.experiment_id for e in client.search_experiments()]
     out: dict[str, list] = {}
     token = None
