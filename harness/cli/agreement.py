@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from harness.cli.common import verb
+from harness.cli.synth import overrides  # the same: +synth=default, then what was given
 from harness.types import ConfigError
 
 # the overrides that set up the question writer, not the runs
@@ -30,10 +31,6 @@ def add(sub) -> None:
                    help="dataset=... (a labelled dataset), run overrides (retriever=bm25, ...), synth.<key>=..., "
                         "the question writer (llm@roles.synth.llm=...)")
     p.set_defaults(run=run, overrides=overrides, more_positionals="given")
-
-
-def overrides(args: argparse.Namespace) -> list[str]:
-    return ["+synth=default", *args.given]
 
 
 def run(args: argparse.Namespace, cfg) -> None:
