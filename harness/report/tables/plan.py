@@ -38,7 +38,7 @@ from omegaconf import OmegaConf
 from harness.cache import make_key
 from harness.pipeline.roles import Role, roles
 from harness.report.tables.spec import REPO, GridRun, TableSpec
-from harness.report.tables.workload import COMPLETE_HERE, DataSize, RoleWork, loader, paper_size, role_work
+from harness.report.tables.workload import DataSize, RoleWork, complete_here, paper_size, role_work
 
 LAUNCHER = REPO / "configs" / "hydra" / "launcher" / "slurm.yaml"
 
@@ -230,21 +230,22 @@ class Planner:
     def size(self, spec: TableSpec, p: GridRun, slices: dict[str, Any], c: Composed) -> DataSize:
         key = make_key(*((spec.id, p.row, p.group) if self.scale == "full" else ()), data_key(slices))
         if key not in self.sizes:
-            if self.scale == "full" and loader(slices["dataset"]) not in COMPLETE_HERE:
+            whole = complete_here(slices["dataset"]) if self.scale == "full" else c.dataset
+            if whole is None:
                 declared = [e.as_dict() for e in spec.paper.of("datasets", p.row, p.group)] if spec.paper else []
                 self.sizes[key] = paper_size(declared, slices["dataset"], self.work)
             else:
-                self.sizes[key] = self.loaded_size(c, slices)
+                self.sizes[key] = self.loaded_size(whole, slices)
         return self.sizes[key]
 
-    def loaded_size(self, c: Composed, slices: dict[str, Any]) -> DataSize:
+    def loaded_size(self, dataset: dict[str, Any], slices: dict[str, Any]) -> DataSize:
         """A smoke point's size (or a full one whose whole dataset is bundled), counted on the data
-        it loads (as the runner's load stage keeps it)."""
+        ``dataset`` (its config) loads, as the runner's load stage keeps it."""
         from harness.data.base import only_queried_documents
         from harness.pipeline.components import build_component
 
         try:
-            reader = build_component(OmegaConf.create(c.dataset), "dataset")
+            reader = build_component(OmegaConf.create(dataset), "dataset")
             ds = reader.load()
         except Exception as e:  # data that is not here: its size is unknown, and said so
             return DataSize(None, None, None, None, f"data not loadable here ({' '.join(str(e).split())[:160]})")

@@ -114,6 +114,20 @@ ONE_DOCUMENT_PER_QUESTION = ("longbench", "nq")
 # Loaders whose bundled sample is the whole released dataset (its SOURCE.md says so): a full-scale
 # point is sized on the data itself, as a smoke point is.
 COMPLETE_HERE = ("chroma",)
+# RAGBench subsets whose test split ships whole (harness/data/samples/ragbench/SOURCE.md: the Hub files)
+RAGBENCH_BUNDLED = ("covidqa", "delucionqa", "expertqa")
+
+
+def complete_here(ds: dict[str, Any]) -> dict[str, Any] | None:
+    """The dataset config that loads a full-scale point's whole data from what ships with the
+    package (its own, or the bundled source of the same files), or None where it does not ship."""
+    if loader(ds) in COMPLETE_HERE:
+        return ds
+    subsets = [ds.get("subset")] if isinstance(ds.get("subset"), str) else list(ds.get("subset") or ())
+    if loader(ds) == "ragbench" and ds.get("split", "test") == "test" and subsets \
+            and set(subsets) <= set(RAGBENCH_BUNDLED):
+        return {**ds, "source": "bundled", "path": None}
+    return None
 
 
 def longbench(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float, float, str] | None:
