@@ -114,6 +114,10 @@ def evaluate(overrides: Sequence[str] = (), chunker: Chunker | None = None, *, r
 
     quiet_logs()
     overrides = checked_overrides(overrides)
+    for name, value in (("record", record), ("log", log)):  # record="no" would be truthy: refuse, not guess
+        if not (isinstance(value, bool) or (name == "record" and value is None)):
+            raise ConfigError(f"evaluate: {name} must be {'True, False or None' if name == 'record' else 'True or False'}, "
+                              f"got {type(value).__name__} {value!r}")
     if record is False:
         overrides.append("tracking=none")
     check_overrides(overrides)  # a misspelt key: a ConfigError naming the nearest valid one

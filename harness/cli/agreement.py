@@ -43,11 +43,29 @@ def run(args: argparse.Namespace, cfg) -> None:
 
     import numpy as np
 
+    from harness import registry
+
     out = Path(args.out)
     check_destination(out)
     chunkers = [c for c in args.chunkers.split(",") if c]
+    # what can be checked is checked before the question writer runs (minutes a question on a CPU)
+    if unknown := [c for c in chunkers if c not in registry.choices("chunker")]:
+        raise ConfigError(f"--chunkers: no chunker {', '.join(unknown)} (chunkbench ls chunker)")
+    if len(chunkers) < 2:
+        raise ConfigError(f"--chunkers: at least two to rank, got {args.chunkers!r}")
+    if args.resamples < 1:
+        raise ConfigError(f"--resamples: a number of bootstrap resamples >= 1, got {args.resamples}")
     for_runs = [o for o in args.given if not o.startswith(SYNTH_KEYS)]
     not_data = [o for o in for_runs if not o.lstrip("+~").startswith("dataset")]
+
+    def per_question(extra: list[str], chunker: str) -> list[float]:
+        rows = evaluate([*extra, f"chunker={chunker}"], record=False).per_query
+        if rows and args.metric not in rows[0]:
+            raise ConfigError(f"--metric {args.metric}: not a per-question metric of these runs (they "
+                              f"have {', '.join(k for k, v in rows[0].items() if isinstance(v, float))})")
+        return [float(r[args.metric]) for r in rows]
+
+    scores: dict[str, list[list[float]]] = {"own": [per_question(for_runs, c) for c in chunkers], "synthetic": []}
     try:
         dataset = build_component(cfg.dataset, "dataset").load()
         synth = build_component(cfg.synth, "synth")
@@ -61,15 +79,8 @@ def run(args: argparse.Namespace, cfg) -> None:
         if not result.queries:
             print("no synthetic question to rank the chunkers on: no agreement to report")
             return
-        scores: dict[str, list[list[float]]] = {"own": [], "synthetic": []}
-        for chunker in chunkers:
-            for side, extra in (("own", for_runs),
-                                ("synthetic", [*not_data, "dataset=local", f"dataset.path={synthetic}"])):
-                rows = evaluate([*extra, f"chunker={chunker}"], record=False).per_query
-                if rows and args.metric not in rows[0]:
-                    raise ConfigError(f"--metric {args.metric}: not a per-question metric of these runs (they "
-                                      f"have {', '.join(k for k, v in rows[0].items() if isinstance(v, float))})")
-                scores[side].append([float(r[args.metric]) for r in rows])
+        on_synthetic = [*not_data, "dataset=local", f"dataset.path={synthetic}"]
+        scores["synthetic"] = [per_question(on_synthetic, c) for c in chunkers]
         found = agreement(chunkers, np.array(scores["own"]), np.array(scores["synthetic"]), args.resamples)
         record = {"dataset": dataset.name, "metric": args.metric,
                   "llm": {"backend": type(synth.llm).__name__, **synth.llm.identity}, **found.__dict__}

@@ -41,7 +41,7 @@ def add(sub) -> None:
                    help="sweep the challenger over these values in every table, instead of the tables' own size "
                         "sweep (repeatable: their product); --sweep none: no sweep")
     p.add_argument("--set", action="append", default=[], metavar="OVERRIDE", help="a Hydra override for every run")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, more_positionals="args")
 
 
 def run(args: argparse.Namespace, cfg) -> None:

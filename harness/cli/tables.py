@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, cfg) -> None:
         else:
             preflight(extra)
             for s in specs:
-                grid.run_table(s, args.scale, extra, only=only_globs(args))
+                grid.run_table(s, args.scale, extra, only=only_globs(args, specs))
         for s in specs:
             if s.pairwise:  # MC-indexing Figure 3: judge a's answers against b's, once both runs are recorded
                 from harness.report.tables import pairwise_judge
@@ -81,9 +81,17 @@ def run(args: argparse.Namespace, cfg) -> None:
         render_tables(specs, args, cfg, extra)
 
 
-def only_globs(args: argparse.Namespace) -> list[str]:
-    """``--only``'s comma-separated ``row|group`` globs (none: every point)."""
-    return [g for g in (args.only or "").split(",") if g]
+def only_globs(args: argparse.Namespace, specs) -> list[str]:
+    """``--only``'s comma-separated ``row|group`` globs (none: every point); one that matches no
+    point of the chosen tables at this scale is refused, not run as nothing."""
+    import fnmatch
+
+    globs = [g for g in (args.only or "").split(",") if g]
+    keys = {f"{p.row}|{p.group}" for s in specs for p in s.runs(args.scale)}
+    if unmatched := [g for g in globs if not any(fnmatch.fnmatchcase(k, g) for k in keys)]:
+        raise ConfigError(f"--only {','.join(unmatched)}: no point of the chosen tables at {args.scale} scale has a "
+                          f"matching row|group (e.g. {min(keys) if keys else 'none'})")
+    return globs
 
 
 def sensitivity(specs, args: argparse.Namespace, cfg, extra: list[str]) -> None:
@@ -95,7 +103,7 @@ def sensitivity(specs, args: argparse.Namespace, cfg, extra: list[str]) -> None:
     check_out(out, "--out" if args.out else "the results folder")
     preflight(extra)
     for s in specs:
-        readings.run(s, args.scale, extra, only_globs(args))
+        readings.run(s, args.scale, extra, only_globs(args, specs))
     uri = tracking_uri(args, cfg, extra)
     with writing(out):
         for s in specs:

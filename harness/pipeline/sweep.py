@@ -70,6 +70,9 @@ def label(job: Sequence[str], swept: set[str]) -> str:
 def check_sweep_points(overrides: Sequence[str], params: Mapping[str, Any] | None = None) -> None:
     """Raise ConfigError naming the first point of the sweep that cannot run, before any job."""
     jobs, swept = sweep_points(overrides, params)
+    if not jobs:  # range(10,0), an empty list: Hydra would launch nothing and exit 0
+        raise ConfigError(f"the sweep over {', '.join(sorted(swept)) or 'its overrides'} has no point "
+                          f"(an empty range or list); no job was run")
     bad = [(i, problem) for i, job in enumerate(jobs) if (problem := point_problem(job))]
     if bad:
         i, problem = bad[0]

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from harness.code_digest import target_digest
 
 from harness.registry import CONFIGS, CONTEXT_FOR
+from harness.secrets import MASK, is_secret_name, mask_text
 from harness.types import ConfigError
 
 
@@ -64,6 +65,10 @@ def _class(target: str, given: str) -> type:
     except (ImportError, AttributeError) as e:
         raise ConfigError(f"challenger {given}: cannot import {target} ({type(e).__name__}: {e}); "
                           f"is its folder on PYTHONPATH?") from None
+    except SyntaxError as e:  # the user's file does not compile: where, not importlib's traceback
+        raise ConfigError(f"challenger {given}: {e.filename}, line {e.lineno}: {e.msg}") from None
+    except Exception as e:  # its module raised while it was imported
+        raise ConfigError(f"challenger {given}: importing {module} raised {type(e).__name__}: {e}") from None
     if not (inspect.isclass(cls) and callable(getattr(cls, "chunk", None))):
         raise ConfigError(f"challenger {given}: {target} is not a chunker class (no chunk method; "
                           f"subclass harness.chunking.base.Chunker)")
@@ -81,11 +86,19 @@ def _params(cls: type) -> dict[str, str]:
 
 
 def _shown(*layers: dict) -> tuple[tuple[str, str], ...]:
-    """The arguments' values, a later layer over an earlier one, in name order."""
+    """The arguments' values, a later layer over an earlier one, in name order, as a report may
+    show them: a secret-named argument's value and any key-shaped text masked (they name a
+    report's folder and its pages)."""
     merged: dict[str, str] = {}
     for layer in layers:
         merged.update({str(k): str(v) for k, v in layer.items() if k != "_target_"})
-    return tuple(sorted(merged.items()))
+    return tuple(sorted((k, MASK if is_secret_name(k) else mask_text(v, ())) for k, v in merged.items()))
+
+
+def shown_override(override: str) -> str:
+    """An override as a report shows it: a secret-named key's value and key-shaped text masked."""
+    key, eq, value = override.partition("=")
+    return f"{key}{eq}{MASK}" if eq and is_secret_name(key.rsplit('.', 1)[-1]) else mask_text(override, ())
 
 
 def _arguments(args: Sequence[str], given: str) -> dict[str, str]:

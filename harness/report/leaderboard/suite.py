@@ -130,8 +130,11 @@ def load(name: str | Path = "leaderboard") -> Suite:
     path = path_of(name)
     if not path.is_file():
         raise ConfigError(f"suite file {path} does not exist")
-    raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     where = f"suite {path.stem}"
+    try:
+        raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    except Exception as e:  # yaml's ParserError/ScannerError (or OmegaConf's): the file and the place
+        raise ConfigError(f"{where}: {path} is not readable YAML ({' '.join(str(e).split())})") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: must be a mapping")
     if unknown := set(raw) - KEYS:

@@ -392,6 +392,9 @@ def select(pattern: str | None) -> list[TableSpec]:
         return all_specs()
     paths = {p.relative_to(TABLES).with_suffix("").as_posix(): p for p in sorted(TABLES.rglob("*.yaml"))}
     globs = [p.strip() for p in pattern.split(",") if p.strip()]
+    if not globs:
+        raise ConfigError(f"--tables {pattern!r} names no table: give ids or globs, comma-separated "
+                          f"(hichunk/table3,lgmgc/*), or all")
     unmatched = [g for g in globs if not any(fnmatch.fnmatch(i, g) for i in paths)]
     if unmatched:
         raise ConfigError(f"no table matches {', '.join(unmatched)} (tables: {', '.join(paths)})")
