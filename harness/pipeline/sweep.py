@@ -12,7 +12,8 @@ own points.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -36,6 +37,21 @@ def sweep_points(overrides: Sequence[str], params: Mapping[str, Any] | None = No
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch], swept
 
 
+@contextmanager
+def outside_the_running_app() -> Iterator[None]:
+    """Hydra's global state set aside while a point is composed: the sweep's own app holds it,
+    and composing (``initialize_config_dir``) refuses to start while another has it."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    held = GlobalHydra.instance().hydra
+    GlobalHydra.instance().clear()
+    try:
+        yield
+    finally:
+        GlobalHydra.instance().clear()
+        GlobalHydra.instance().hydra = held
+
+
 def point_problem(overrides: Sequence[str]) -> str | None:
     """Why one point cannot run (what its job would stop with), or None: it composes, its
     components build and its objective is one its metrics record. A model or file that is not
@@ -45,9 +61,10 @@ def point_problem(overrides: Sequence[str]) -> str | None:
     from harness.pipeline.preflight import check_objective
 
     try:
-        cfg = registry.compose(overrides)
-        built = build_components(cfg)
-        check_objective(cfg.objective, built.metrics, overrides)
+        with outside_the_running_app():
+            cfg = registry.compose(overrides)
+            built = build_components(cfg)
+            check_objective(cfg.objective, built.metrics, overrides)
     except Unavailable:
         return None
     except ConfigError as e:

@@ -23,7 +23,8 @@ DEFAULT_CHOICES = {"dataset": "ohrbench", "chunker": "fixed", "embedder": "bundl
 
 
 ROLES = {"llm@roles.chunker.llm": None, "embedder@roles.chunker.embedder": None, "llm@roles.metrics.fact_cov.llm": None,
-         "llm@roles.metrics.chunkscore.llm": None, "embedder@roles.metrics.chunkscore.embedder": None}
+         "llm@roles.metrics.chunkscore.llm": None, "embedder@roles.metrics.chunkscore.embedder": None,
+         "llm@roles.synth.llm": None, "embedder@roles.synth.embedder": None}
 
 
 def test_defaults_come_from_the_primary_config():
