@@ -84,6 +84,6 @@ def test_a_tracking_server_that_is_down_stops_the_submission_in_one_line(cluster
     proc = submit(launcher, shared / "down", {**env, "MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "chunkbench: error: tracking.uri=http://127.0.0.1:9: no MLflow server answers ([Errno 111] Connection "
+        "chunkbench: error: tracking.uri=http://127.0.0.1:9: no MLflow server answers within 5 s ([Errno 111] Connection "
         "refused); start one with `make mlflow-server` or fix the address"]
     assert not (shared / "down").exists()  # nothing queued
