@@ -2,7 +2,9 @@
 
 Keys are sha256 digests of canonical JSON (stage name, stage version, the config
 slice the stage reads, the keys of its inputs). Entries live under
-``<dir>/<namespace>/<key[:2]>/<key>``. A writer renames a finished temp file into
+``<dir>/<namespace>/<key[:2]>/<key>``; small entries computed together (an embedding batch, a run
+of chunked documents) share one pack file under ``<dir>/<namespace>/packs/``
+(:mod:`harness.cache_packs`), and entries stored one file each before packs existed are still read. A writer renames a finished temp file into
 place, so a reader (another process of a sweep, possibly on a shared filesystem)
 sees either nothing or a whole entry; two writers of one key write the same bytes,
 so the last rename wins harmlessly. A killed run leaves at most a stray temp file.
@@ -43,8 +45,9 @@ import os
 import pickle
 import sys
 import tempfile
-from collections import Counter
-from collections.abc import Callable, Iterator
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.cache_packs import PackIndex, decode_pack, encode_pack, packable
 from harness.files import not_regular
 from harness.revision import unpinned_dropped
 from harness.secrets import is_secret_name
@@ -73,6 +77,9 @@ def text_digest(text: str) -> str:
 MAGIC = b"chunkbench-cache-2\n"  # then key_digest (32 bytes), the payload's sha256 (32 bytes), the payload
 MAGIC_V1 = b"chunkbench-cache-1\n"  # then the payload's sha256, then the payload: still read
 DIGEST_BYTES = 32
+HEADER_BYTES = len(MAGIC) + 2 * DIGEST_BYTES
+PACKS = "packs"  # the folder of a namespace's packs (a key's folder is its first two hex digits)
+DECODED_PACKS = 8  # packs kept decoded: a document's lookups after another's often fall in one pack
 
 
 def key_digest(namespace: str, key: str) -> bytes:
@@ -154,14 +161,17 @@ class Cache:
         self.hits: Counter[str] = Counter()
         self.misses: Counter[str] = Counter()
         self.reused_seconds = 0.0
+        self._indexes: dict[str, PackIndex] = {}
+        self._decoded: OrderedDict[tuple[str, str], dict[str, bytes]] = OrderedDict()
 
     def _path(self, namespace: str, key: str) -> Path:
         return self.dir / namespace / key[:2] / key
 
-    def _write(self, namespace: str, key: str, fill: Callable[[HashingWriter], Any]) -> None:
+    def _write(self, namespace: str, key: str, fill: Callable[[HashingWriter], Any],
+               path: Path | None = None) -> None:
         """Store the payload ``fill`` writes. It goes to the file as it is made (a pickle of a
         200 MB dataset is never a second 200 MB in memory); its checksum follows into the header."""
-        path = self._path(namespace, key)
+        path = path or self._path(namespace, key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -232,8 +242,110 @@ class Cache:
         return None if data is None else pickle.loads(data)
 
     def stored(self, namespace: str, key: str) -> bool:
-        """Whether the entry exists (counted neither as a hit nor as a miss)."""
-        return self._path(namespace, key).exists()
+        """Whether the entry exists, alone or in a pack (counted neither as a hit nor as a miss)."""
+        return self.stored_all(namespace, [key])
+
+    def stored_all(self, namespace: str, keys: Iterable[str]) -> bool:
+        index = self._index(namespace)
+        keys = list(keys)
+        if any(k not in index.where for k in keys):
+            index.refresh()
+        return all(k in index.where or self._path(namespace, k).exists() for k in keys)
+
+    @contextmanager
+    def writing_packs(self, namespace: str, every: int = 256, seconds: float = 10.0
+                      ) -> Iterator[Callable[[str, Any], None]]:
+        """A ``put(key, value)`` for many small objects, stored as packs of ``every`` entries or of
+        what ``seconds`` computed, whichever comes first (a killed run loses at most that much);
+        what is pending is stored when the block ends, an error included."""
+        pending: dict[str, Any] = {}
+        since = time.monotonic()
+
+        def flush() -> None:
+            nonlocal since
+            if pending:
+                self.put_objects(namespace, pending)
+                pending.clear()
+            since = time.monotonic()
+
+        def put(key: str, value: Any) -> None:
+            pending[key] = value
+            if len(pending) >= every or time.monotonic() - since >= seconds:
+                flush()
+
+        try:
+            yield put
+        finally:
+            flush()
+
+    # Packs: the entries one computation produced together, one file (harness.cache_packs).
+    def _index(self, namespace: str) -> PackIndex:
+        if namespace not in self._indexes:
+            self._indexes[namespace] = PackIndex(self.dir / namespace / PACKS, HEADER_BYTES)
+            self._indexes[namespace].refresh()
+        return self._indexes[namespace]
+
+    def _pack(self, namespace: str, name: str) -> dict[str, bytes] | None:
+        """A pack's entries (checked as any entry is), or None when it is gone or damaged."""
+        if (namespace, name) in self._decoded:
+            self._decoded.move_to_end((namespace, name))
+            return self._decoded[(namespace, name)]
+        path = self.dir / namespace / PACKS / name
+        try:
+            data = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+        payload = self._checked(path, data, key_digest(f"{namespace}/{PACKS}", name))
+        entries = None if payload is None else decode_pack(payload)
+        if entries is None:
+            return None
+        self._decoded[(namespace, name)] = entries
+        if len(self._decoded) > DECODED_PACKS:
+            self._decoded.popitem(last=False)
+        return entries
+
+    def get_many(self, namespace: str, keys: Iterable[str]) -> list[bytes | None]:
+        """Each key's payload or None, from packs first, then from entries stored alone; a hit or
+        a miss counted per key."""
+        keys = list(keys)
+        index = self._index(namespace)
+        if any(k not in index.where for k in keys):
+            index.refresh()
+        out: list[bytes | None] = [None] * len(keys)
+        for i, key in enumerate(keys):
+            name = index.where.get(key)
+            entries = None if name is None else self._pack(namespace, name)
+            if name is not None and entries is None:
+                index.drop(name)
+            if entries is not None and key in entries:
+                out[i] = entries[key]
+                self.hits[namespace] += 1
+            else:
+                out[i] = self._read(namespace, key)
+        return out
+
+    def put_many(self, namespace: str, payloads: Mapping[str, bytes]) -> None:
+        """Store ``payloads`` (key -> bytes) as one pack; keys a pack cannot hold are stored alone."""
+        alone = {k: v for k, v in payloads.items() if not packable(k)}
+        for key, payload in alone.items():
+            self._write(namespace, key, lambda f, p=payload: f.write(p))
+        packed = {k: payloads[k] for k in sorted(payloads) if k not in alone}
+        if not packed:
+            return
+        name = hashlib.sha256("".join(packed).encode()).hexdigest()
+        folder = self.dir / namespace / PACKS
+        try:
+            before = folder.stat().st_mtime_ns
+        except FileNotFoundError:
+            before = None
+        self._write(f"{namespace}/{PACKS}", name, lambda f: f.write(encode_pack(packed)), folder / name)
+        self._index(namespace).wrote(name, list(packed), before)
+
+    def get_objects(self, namespace: str, keys: Iterable[str]) -> list[Any | None]:
+        return [None if d is None else pickle.loads(d) for d in self.get_many(namespace, keys)]
+
+    def put_objects(self, namespace: str, values: Mapping[str, Any]) -> None:
+        self.put_many(namespace, {k: pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL) for k, v in values.items()})
 
     @contextmanager
     def lock(self, namespace: str, key: str) -> Iterator[None]:
@@ -269,12 +381,11 @@ class Cache:
         self.put(namespace, key, Timed(value, seconds))
 
     # Arrays are stored raw (float32) rather than pickled: small, fast, and portable.
-    def get_array(self, namespace: str, key: str) -> np.ndarray | None:
-        data = self._read(namespace, key)
-        return None if data is None else np.frombuffer(data, dtype=np.float32)
+    def get_arrays(self, namespace: str, keys: Iterable[str]) -> list[np.ndarray | None]:
+        return [None if d is None else np.frombuffer(d, dtype=np.float32) for d in self.get_many(namespace, keys)]
 
-    def put_array(self, namespace: str, key: str, value: np.ndarray) -> None:
-        self._write(namespace, key, lambda f: f.write(np.ascontiguousarray(value, dtype=np.float32).tobytes()))
+    def put_arrays(self, namespace: str, values: Mapping[str, np.ndarray]) -> None:
+        self.put_many(namespace, {k: np.ascontiguousarray(v, dtype=np.float32).tobytes() for k, v in values.items()})
 
     def counts(self, since: dict[str, dict[str, int]] | None = None) -> dict[str, dict[str, int]]:
         """Hits and misses per namespace (those after the ``since`` snapshot: one run's, when

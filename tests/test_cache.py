@@ -17,8 +17,8 @@ def test_put_get_and_counts(tmp_path):
     assert c.get("stage", "k" * 64) is None
     c.put("stage", "k" * 64, {"x": [1, 2]})
     assert c.get("stage", "k" * 64) == {"x": [1, 2]}
-    c.put_array("emb", "e" * 64, np.arange(3))
-    assert c.get_array("emb", "e" * 64).tolist() == [0.0, 1.0, 2.0]
+    c.put_arrays("emb", {"e" * 64: np.arange(3)})
+    assert c.get_arrays("emb", ["e" * 64])[0].tolist() == [0.0, 1.0, 2.0]
     assert c.counts() == {"emb": {"hits": 1, "misses": 0}, "stage": {"hits": 1, "misses": 1}}
     assert not list(tmp_path.rglob(".tmp-*"))
 

@@ -39,14 +39,17 @@ def test_truncated_entry_is_reported_and_missed(tmp_path, capsys):
 
 def test_same_size_overwrite_is_caught(tmp_path, capsys):
     c = Cache(tmp_path)
-    c.put_array("embeddings", KEY, np.arange(8))
-    data = bytearray(entry(c, "embeddings").read_bytes())
+    c.put_arrays("embeddings", {KEY: np.arange(8)})
+    (pack,) = (tmp_path / "embeddings" / "packs").iterdir()
+    data = bytearray(pack.read_bytes())
     data[-4:] = np.float32(99).tobytes()  # another vector of the same size
-    entry(c, "embeddings").write_bytes(bytes(data))
-    assert c.get_array("embeddings", KEY) is None
-    assert "its checksum does not match" in capsys.readouterr().err
-    c.put_array("embeddings", KEY, np.arange(8))  # recomputed
-    assert c.get_array("embeddings", KEY).tolist() == list(range(8))
+    pack.write_bytes(bytes(data))
+    assert Cache(tmp_path).get_arrays("embeddings", [KEY]) == [None]  # another process: nothing decoded yet
+    err = capsys.readouterr().err
+    assert "its checksum does not match" in err and str(pack) in err and not pack.exists()
+    c = Cache(tmp_path)
+    c.put_arrays("embeddings", {KEY: np.arange(8)})  # recomputed
+    assert c.get_arrays("embeddings", [KEY])[0].tolist() == list(range(8))
 
 
 def test_entry_without_checksum_is_a_quiet_miss(tmp_path, capsys):
@@ -77,11 +80,11 @@ def test_damaged_entries_of_a_real_run_are_recomputed(tmp_path):
     data = evaluate.read_bytes()
     evaluate.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))  # other bytes, the same size
     chunk = next(p for p in (cache / "chunk_doc").rglob("*") if p.is_file())
-    chunk.write_bytes(chunk.read_bytes()[:-7])  # truncated
+    chunk.write_bytes(chunk.read_bytes()[:-7])  # truncated: the pack of the four documents' chunks
     again, err = run(tmp_path)
     warnings = [line for line in err.splitlines() if line.startswith("chunkbench: warning: cache entry ")]
     assert len(warnings) == 2 and any(str(evaluate) in w for w in warnings) and any(str(chunk) in w for w in warnings)
-    assert "[evaluate] computed" in again and "[chunk] 3/4 documents from cache" in again
+    assert "[evaluate] computed" in again and "[chunk] 0/4 documents from cache" in again
     assert table(again) == table(first)  # the same results as the first run, not the damaged ones
 
 

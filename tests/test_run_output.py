@@ -15,6 +15,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from harness.cache import HEADER_BYTES
+from harness.cache_packs import pack_keys
 from harness.quiet import hub_names
 from tests.conftest import CONFIGS, REPO, TINY
 
@@ -43,6 +45,11 @@ def test_run_output_is_quiet_and_a_rerun_is_not_logged_again(tmp_path):
     for what, pattern in NOISE.items():
         assert not pattern.search(cold.stdout + cold.stderr), what
     run_id = re.search(r"mlflow\s+run\s+([0-9a-f]{8})", cold.stdout).group(1)  # the title may wrap
+    # every chunk's and question's vector, and every document's chunks, in a file per batch
+    cached = {ns: [p for p in (tmp_path / "cache" / ns).rglob("*") if p.is_file()] for ns in ("embeddings", "chunk_doc")}
+    vectors = sum(len(pack_keys(p, HEADER_BYTES)) for p in cached["embeddings"])
+    assert all(p.parent.name == "packs" for ps in cached.values() for p in ps), cached
+    assert vectors > 2 * len(cached["embeddings"]) and len(cached["chunk_doc"]) == 1, (vectors, cached)
     warm = harness(*args, cwd=tmp_path, flags=("-X", "importtime"))
     assert warm.returncode == 0, warm.stderr[-2000:]
     said = " ".join(warm.stdout.split())  # the title may wrap

@@ -265,23 +265,26 @@ def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], c
     identity = embedder.identity if normalize else embedder.identity + "|raw"
     keys = [make_key("embedding", identity, t) for t in texts]
     return np.vstack(cached_batches(
-        texts, keys, lambda k: cache.get_array("embeddings", k), lambda k, v: cache.put_array("embeddings", k, v),
+        texts, keys, lambda ks: cache.get_arrays("embeddings", ks), lambda vs: cache.put_arrays("embeddings", vs),
         lambda batch: embedder._encode(batch, normalize), max(4 * embedder.batch_size, 256), desc))
 
 
-def cached_batches(texts: Sequence[str], keys: Sequence[str], get: Callable[[str], Any], put: Callable[[str, Any], None],
-                   compute: Callable[[list[str]], Sequence[Any]], step: int, desc: str) -> list[Any]:
+def cached_batches(texts: Sequence[str], keys: Sequence[str], get: Callable[[list[str]], list[Any]],
+                   put: Callable[[dict[str, Any]], None], compute: Callable[[list[str]], Sequence[Any]],
+                   step: int, desc: str) -> list[Any]:
     """One value per text: the cached one under its key, else computed by ``compute`` in batches
     of ``step`` texts (each distinct key once, shortest first so padding stays small inside a
-    batch), each batch stored as soon as it is computed, so a killed run keeps its work."""
-    out: list[Any] = [get(k) for k in keys]
+    batch), each batch stored as soon as it is computed (one pack: harness.cache_packs), so a
+    killed run keeps its work."""
+    out: list[Any] = get(list(keys))
     todo = sorted({i for i, v in enumerate(out) if v is None}, key=lambda i: len(texts[i]))
     first: dict[str, int] = {}
     unique = [i for i in todo if first.setdefault(keys[i], i) == i]
     for b in tqdm(range(0, len(unique), step), desc=desc, unit="batch", disable=not unique, leave=False):
         idx = unique[b:b + step]
-        for i, v in zip(idx, compute([texts[i] for i in idx])):
-            put(keys[i], v)
+        values = compute([texts[i] for i in idx])
+        put({keys[i]: v for i, v in zip(idx, values)})
+        for i, v in zip(idx, values):
             out[i] = v
     for i in todo:
         if out[i] is None:

@@ -104,15 +104,17 @@ class Pipeline:
         self.unsearchable: list[str] | None = None  # the qids the retriever had nothing to search with
         self.unstored: set[str] = set()  # stages computed with a model's non-answer (Unanswered), and those after
 
-    def store(self, stage: Stage, namespace: str, key: str, value: Any, unanswered_before: int) -> None:
-        """``value`` into the cache, unless a model call gave no usable answer while it was computed,
-        or a stage it reads was left unstored for that: then it is computed again by a rerun."""
+    def storable(self, stage: Stage, unanswered_before: int) -> bool:
+        """Whether what ``stage`` just computed may be cached: not when a model call gave no usable
+        answer while it was computed, or a stage it reads was left unstored for that (a rerun then
+        computes it again)."""
         if unanswered_calls() == unanswered_before and not self.unstored.intersection(stage.after):
-            self.cache.put(namespace, key, value)
-        elif stage.name not in self.unstored:
+            return True
+        if stage.name not in self.unstored:
             self.unstored.add(stage.name)
             self.log(f"[{stage.name}] not stored: a model gave no usable answer (warned above); a rerun "
                      f"computes it again")
+        return False
 
     def key(self, stage: Stage) -> str:
         parts = [config_slice(self.cfg, g) for g in stage.reads]
@@ -180,7 +182,7 @@ class Pipeline:
         """The lock under which a stage computes what the cache lacks: jobs of a sweep that share
         the stage wait for the first one instead of computing it again (none when all is stored
         and the stage is not refreshed)."""
-        if stage.name not in self.forced and all(self.cache.stored(namespace, k) for k in keys):
+        if stage.name not in self.forced and self.cache.stored_all(namespace, keys):
             return nullcontext()
         return self._timed(stage.name, self.cache.lock(namespace, lock_key))
 
@@ -202,29 +204,36 @@ class Pipeline:
                 return value, "cached"
             before = unanswered_calls()
             value = stage.compute(self.c, self.outputs)
-            self.store(stage, stage.name, key, value, before)
+            if self.storable(stage, before):
+                self.cache.put(stage.name, key, value)
             return value, "computed"
 
     def run_per_document(self, stage: Stage) -> tuple[dict[str, Any], str]:
-        """Per-document entries (doc id -> output), cached one by one as each batch returns."""
+        """Per-document entries (doc id -> output), cached in packs as the batches return
+        (:meth:`Cache.writing_packs`)."""
         docs: list[Document] = self.outputs["load"].documents
         namespace, slices = f"{stage.name}_doc", [config_slice(self.cfg, g) for g in stage.reads]
         code = stage.fingerprint(self.c) if stage.fingerprint else None
         keys = {d.doc_id: document_key(stage, slices, d, code) for d in docs}
         with self.computing(stage, namespace, keys.values(), self.keys[stage.name]):
-            out = {} if stage.name in self.forced else {
-                d.doc_id: hit for d in docs if (hit := self.cache.get(namespace, keys[d.doc_id])) is not None}
+            hits = [None] * len(docs) if stage.name in self.forced else \
+                self.cache.get_objects(namespace, [keys[d.doc_id] for d in docs])
+            out = {d.doc_id: hit for d, hit in zip(docs, hits) if hit is not None}
             if stage.check_cached:  # what compute checks before storing, checked again on what is read
                 for d in docs:
                     if d.doc_id in out:
                         stage.check_cached(self.c, d, out[d.doc_id])
             pending = [d for d in docs if d.doc_id not in out]
             batch = max(1, int(getattr(self.c, stage.reads[0]).batch_size))
-            with tqdm(total=len(pending), desc=stage.name, unit="doc", disable=not pending) as bar:
+            with tqdm(total=len(pending), desc=stage.name, unit="doc", disable=not pending) as bar, \
+                    self.cache.writing_packs(namespace) as put:
                 for i in range(0, len(pending), batch):
                     group, before = pending[i:i + batch], unanswered_calls()
-                    for d, entry in zip(group, stage.compute(self.c, group)):
-                        self.store(stage, namespace, keys[d.doc_id], entry, before)
+                    entries = stage.compute(self.c, group)
+                    keep = self.storable(stage, before)
+                    for d, entry in zip(group, entries):
+                        if keep:
+                            put(keys[d.doc_id], entry)
                         out[d.doc_id] = entry
                     bar.update(len(group))
         if docs:

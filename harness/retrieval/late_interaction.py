@@ -73,8 +73,9 @@ class LateInteractionRetriever(Retriever):
             return [m.float().cpu().numpy() for m in run(batch, batch_size=self.batch_size, show_progress_bar=False)]
 
         cache = self.cache
-        return cached_batches(texts, keys, lambda k: cache.get("token_embeddings", k) if cache else None,
-                              lambda k, v: cache.put("token_embeddings", k, v) if cache else None,
+        return cached_batches(texts, keys,
+                              lambda ks: cache.get_objects("token_embeddings", ks) if cache else [None] * len(ks),
+                              lambda vs: cache.put_objects("token_embeddings", vs) if cache else None,
                               compute, self.batch_size * 4, f"embed {side} tokens")
 
     def build(self, chunks: Sequence[Chunk]):

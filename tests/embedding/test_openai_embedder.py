@@ -100,7 +100,7 @@ def test_the_cache_asks_only_for_texts_it_has_no_vector_of(server, tmp_path):
     # its own vectors: not a sentence-transformers model of the same name, and the key in none
     assert emb.identity == "text-embedding-ada-002|api=openai"
     assert make(server.url, dimensions=256).identity == "text-embedding-ada-002|api=openai|dimensions=256"
-    assert cache.get_array("embeddings", make_key("embedding", emb.identity, "chef bread")) is not None
+    assert cache.get_arrays("embeddings", [make_key("embedding", emb.identity, "chef bread")])[0] is not None
     assert not any(KEY in p.read_bytes().decode("latin-1") for p in tmp_path.rglob("*") if p.is_file())
     assert KEY not in repr(emb) and KEY not in str(vars(emb).get("identity", ""))
 

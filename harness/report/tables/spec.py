@@ -72,6 +72,8 @@ The keys and their types, checked in one validation: :mod:`harness.report.tables
 from __future__ import annotations
 
 import fnmatch
+import functools
+import hashlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -327,7 +329,18 @@ def _x_axis(node: dict | None) -> XAxis | None:
 def load_spec(path: Path, root: Path = TABLES) -> TableSpec:
     """A table file, checked for its shape (:mod:`harness.report.tables.schema`) and what a shape
     cannot say (names are checked by ``checks.validate``); its id is its path under ``root``
-    without the suffix (``hichunk/table3``)."""
+    without the suffix (``hichunk/table3``). Parsed once per content in a process: validating a
+    file against its schema costs a fifth of a second, and a render, a plan or a test session
+    reads every table many times."""
+    try:
+        content = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        content = None  # the parse names the problem
+    return _parsed(path, root, content)
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(path: Path, root: Path, content: str | None) -> TableSpec:
     table_id = path.relative_to(root).with_suffix("").as_posix()
     where = f"table {table_id}"
     raw = read(path, where)
