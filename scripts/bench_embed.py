@@ -51,9 +51,11 @@ def run_embedder(overrides: list[str] = ()):
     """The embedder the run composes with ``overrides`` (its model, batch size, device...), over
     :class:`NothingStored`."""
     from harness.pipeline.components import build_component
-    from harness.registry import compose
+    from harness.registry import check_overrides, compose
 
-    node = compose(["tracking=none", *overrides]).embedder
+    overrides = ["tracking=none", *overrides]
+    check_overrides(overrides, sweep=False)  # an unknown key or choice: one line naming the nearest
+    node = compose(overrides).embedder
     node.cache = None  # no cache folder is opened; NothingStored stands in below
     embedder = build_component(node, "embedder")
     embedder.cache = NothingStored()
@@ -186,7 +188,12 @@ def main() -> None:
         ap.error(f"--batches: comma-separated whole numbers, got {args.batches!r}")
     if any(b <= 0 for b in batches):
         ap.error(f"--batches: each batch size must be > 0, got {args.batches!r}")
-    text = batch_sweep(args.texts, args.rounds, batches, args.overrides)
+    from harness.types import ConfigError
+
+    try:
+        text = batch_sweep(args.texts, args.rounds, batches, args.overrides)
+    except ConfigError as e:  # a bad --set: one line, as the CLI says it
+        ap.error(f"--set: {e}")
     print(text)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:

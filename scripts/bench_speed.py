@@ -237,19 +237,23 @@ def semantic_facts(docs: list, embedder) -> dict[str, float]:
             "same_breaks_mean": sum(agree) / len(agree), "same_breaks_min": min(agree)}
 
 
-def semantic_section(texts: list[str], args: argparse.Namespace) -> list[str]:
-    """The semantic chunkers' table at the run's embedding batch (and ``--compare-batch``'s)."""
+def semantic_embedders(args: argparse.Namespace) -> tuple:
+    """The embedder the run composes (``--set``) and ``--compare-batch``'s (or None), built before
+    anything is timed so that a bad override fails at once; the model loads on first use."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench_embed import run_embedder  # the embedder the run composes, its cached path, nothing stored
+    from bench_embed import run_embedder  # the run's embedder on its cached path, nothing stored
 
     embedder = run_embedder(args.overrides)
+    batched = run_embedder([*args.overrides, f"embedder.batch_size={args.compare_batch}"]) if args.compare_batch else None
+    return embedder, batched
+
+
+def semantic_section(texts: list[str], args: argparse.Namespace, embedder, batched) -> list[str]:
+    """The semantic chunkers' table at the run's embedding batch (and ``--compare-batch``'s)."""
     docs = semantic_docs(texts, args.semantic_kb)
     facts = semantic_facts(docs, embedder)
     timings = measure(semantic_methods(docs, embedder), args.rounds)
-    other = None
-    if args.compare_batch:
-        batched = run_embedder([*args.overrides, f"embedder.batch_size={args.compare_batch}"])
-        other = measure(semantic_methods(docs, batched), args.rounds)
+    other = measure(semantic_methods(docs, batched), args.rounds) if batched else None
     floor = timings[FLOOR].cpu
     extra = f" CPU s at batch {args.compare_batch} |" if other else ""
     lines = ["", f"## Semantic chunkers ({facts['kb']:.0f} KB, {facts['documents']} documents, "
@@ -297,9 +301,17 @@ def main() -> None:
                     help="time the semantic chunkers at embedding batch N too, in a column of its own")
     ap.add_argument("--out", help="write the markdown here too (make bench: results/performance.md)")
     args = ap.parse_args()
+    if args.compare_batch is not None and args.compare_batch <= 0:
+        ap.error(f"--compare-batch: a batch size must be > 0, got {args.compare_batch}")
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("TQDM_DISABLE", "1")  # tqdm reads it on import: the embedder's bars would bury the tables
+    from harness.types import ConfigError
+
+    try:
+        embedders = None if args.skip_semantic else semantic_embedders(args)
+    except ConfigError as e:
+        ap.error(f"--set: {e}")
     import torch
 
     torch.set_num_threads(1)
@@ -316,8 +328,8 @@ def main() -> None:
              f"chunks of {SIZE} tokens, no overlap"]
     if not args.skip_rule:
         lines += rule_section(texts, mb, args.rounds)
-    if not args.skip_semantic:
-        lines += semantic_section(texts, args)
+    if embedders:
+        lines += semantic_section(texts, args, *embedders)
     load1 = os.getloadavg()
     lines += ["", f"Load average after: {load1[0]:.2f}."]
     text = "\n".join(lines) + "\n"

@@ -73,9 +73,14 @@ def test_batch_sweep_follows_the_runs_overrides(tmp_path):
     assert "(the configured batch size)" in done.stdout  # the only batch timed is the configured one
 
 
-def test_batch_sweep_refuses_a_bad_batch_list():
-    done = run_script("scripts/bench_embed.py", "--batch-sweep", "--batches", "1,0")
-    assert done.returncode == 2 and "--batches: each batch size must be > 0" in done.stderr
+@pytest.mark.parametrize("args, line", [
+    (("--batches", "1,0"), "bench_embed.py: error: --batches: each batch size must be > 0, got '1,0'"),
+    (("--set", "embedder.batchsize=3"), "bench_embed.py: error: --set: embedder.batchsize: no such key in embedder; "
+                                        "did you mean batch_size?"),
+    (("--set", "embedder.batch_size=0"), "bench_embed.py: error: --set: embedder: embedder.batch_size must be > 0")])
+def test_batch_sweep_refuses_bad_input_in_one_line(args, line):
+    done = run_script("scripts/bench_embed.py", "--batch-sweep", *args)
+    assert done.returncode == 2 and line in done.stderr.splitlines()[-1]
     assert "Traceback" not in done.stderr
 
 
