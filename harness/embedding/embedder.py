@@ -266,7 +266,13 @@ def encode_cached(embedder: SentenceTransformerEmbedder, texts: Sequence[str], c
     keys = [make_key("embedding", identity, t) for t in texts]
     return np.vstack(cached_batches(
         texts, keys, lambda ks: cache.get_arrays("embeddings", ks), lambda vs: cache.put_arrays("embeddings", vs),
-        lambda batch: embedder._encode(batch, normalize), max(4 * embedder.batch_size, 256), desc))
+        lambda batch: embedder._encode(batch, normalize), texts_per_step(embedder.batch_size), desc))
+
+
+def texts_per_step(batch_size: int) -> int:
+    """How many uncached texts :func:`encode_cached` hands the model at once (each step is stored
+    as soon as it is computed): what a run's batching pays, so the benchmarks step the same way."""
+    return max(4 * batch_size, 256)
 
 
 def cached_batches(texts: Sequence[str], keys: Sequence[str], get: Callable[[list[str]], list[Any]],
