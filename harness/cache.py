@@ -1,4 +1,4 @@
-"""The content-addressed cache: one file per entry, written atomically.
+"""The content-addressed cache: entries written atomically, alone or in packs.
 
 Keys are sha256 digests of canonical JSON (stage name, stage version, the config
 slice the stage reads, the keys of its inputs). Entries live under

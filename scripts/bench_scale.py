@@ -21,7 +21,7 @@ what a machine must hold to run that stage from cached inputs; ``start`` is the 
 began (imports, components and inputs), so peak minus start is what the stage itself added. One
 process for the whole run would report every stage's peak as at least the largest before it
 (freed memory is not always returned to the system). Cache bytes: the size of each namespace the
-run wrote (the chunks are one file per document).
+run wrote, and its files (embeddings and per-document chunks are stored in packs: a file per batch).
 
 The growth is the least-squares slope of log(value) on log(corpus MB) over the sizes run (1:
 linear, 2: quadratic). ``--out`` writes the tables as markdown (``make bench-scale`` writes
