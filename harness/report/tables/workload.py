@@ -4,8 +4,10 @@ point reads, and from them the tokens each role prefills, decodes (at most) and 
 Sizes come from the data where it is here (``--scale smoke``: the bundled samples, loaded and
 counted), else from the paper: the table's declared dataset (``paper.datasets``: documents,
 questions) and the papers' dataset statistics in ``results/papers/`` (words, sentences or tokens
-per document), turned into cl100k tokens with the ratios measured on the bundled documents
-(:mod:`.measure`). A size nothing gives is unknown, and so is every work that needs it: never 0.
+per document), then what they leave out from the publishers or a count (:mod:`.dataset_sizes`),
+turned into cl100k tokens with the ratios measured on the bundled documents (:mod:`.measure`).
+Each figure is printed with what it rests on. A size nothing gives is unknown, and so is every
+work that needs it: never 0.
 
 Per role (``Role.path``; the stage is the one that reads the role's config group):
 
@@ -189,7 +191,9 @@ def paper_length(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float | None
 
 def paper_size(declared: list[dict[str, Any]], ds: dict[str, Any], work: dict[str, Any]) -> DataSize:
     """A full-scale point's size: the table's declared dataset entry, the papers' statistics,
-    the loader's own caps (``limit_docs``, ``limit_queries``)."""
+    the sizes file for what they leave out, then the loader's own caps (``limit_docs``,
+    ``limit_queries``); its source marks each figure ``[cited: ...]``, ``[counted: ...]`` or
+    ``[assumed: ...]``."""
     entry = declared[0] if declared else {}
     docs, questions = entry.get("documents"), entry.get("questions")
     block = f"[cited: the table's paper block{', ' + str(entry['cite']) if entry.get('cite') else ''}]"
