@@ -48,8 +48,8 @@ class _Row:
 def _rows(path: Path = SIZES) -> tuple[_Row, ...]:
     lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
     out = []
-    for i, r in enumerate(csv.DictReader(lines), start=2):
-        where = f"{path.name}, data row {i - 1}"
+    for i, r in enumerate(csv.DictReader(lines), start=1):
+        where = f"{path.name}, data row {i}"
         if r.get("figure") not in FIGURES or r.get("basis") not in BASES or not (r.get("source") or "").strip():
             raise ConfigError(f"{where}: figure must be one of {', '.join(FIGURES)}, basis one of "
                               f"{', '.join(BASES)}, and source must say where the figure comes from")
