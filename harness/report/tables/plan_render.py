@@ -4,6 +4,7 @@ smoke scale's CPU seconds where the cache recorded them."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harness.cache import open_cache
@@ -19,6 +20,7 @@ def _n(x: float) -> str:
 
 
 BASES = ("derived", "cited", "measured")
+ASSUMED = re.compile(r"\[assumed: ([^\]]*)\]")   # a data size's mark (harness/report/tables/dataset_sizes.py)
 
 
 def _hours(h: float, missing: dict[str, int]) -> str:
@@ -31,6 +33,16 @@ def _hours(h: float, missing: dict[str, int]) -> str:
                 else "a data size" if why.startswith("unknown:") else "a model of its work")
         kinds[kind] = kinds.get(kind, 0) + k
     return text + f" + unknown ({n} stage work(s): " + ", ".join(f"{k} without {w}" for w, k in kinds.items()) + ")"
+
+
+def assumed_sizes(tables: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each declared assumption a size rests on (its ``[assumed: ...]`` mark), and the tables it sizes."""
+    out: dict[str, dict[str, None]] = {}
+    for t in tables:
+        for source in t["sizes"]:
+            for what in ASSUMED.findall(source):
+                out.setdefault(what, {})[t["table"]] = None
+    return {what: list(ids) for what, ids in out.items()}
 
 
 def _basis(r: dict[str, Any]) -> str:
@@ -163,6 +175,10 @@ def text(r: dict[str, Any]) -> str:
     if tot["missing"]:
         lines += ["", "Not estimated (missing, not zero): stage works by reason"]
         lines += [f"    {n:>5} x {why}" for why, n in sorted(tot["missing"].items(), key=lambda kv: -kv[1])[:15]]
+    if assumed := assumed_sizes(r["tables"]):
+        lines += ["", "Data sizes resting on a declared assumption, not a published or counted figure "
+                      "(results/papers/dataset_sizes.csv):"]
+        lines += [f"    - {what} [{', '.join(ids)}]" for what, ids in assumed.items()]
     hw = r["hardware"]
     lines += ["", f"Hardware file {hw['file']} ({hw['gpu']}); assumptions:"]
     lines += [f"    - {a}" for a in hw["assumptions"]]

@@ -4,8 +4,10 @@ point reads, and from them the tokens each role prefills, decodes (at most) and 
 Sizes come from the data where it is here (``--scale smoke``: the bundled samples, loaded and
 counted), else from the paper: the table's declared dataset (``paper.datasets``: documents,
 questions) and the papers' dataset statistics in ``results/papers/`` (words, sentences or tokens
-per document), turned into cl100k tokens with the ratios measured on the bundled documents
-(:mod:`.measure`). A size nothing gives is unknown, and so is every work that needs it: never 0.
+per document), then what they leave out from the publishers or a count (:mod:`.dataset_sizes`),
+turned into cl100k tokens with the ratios measured on the bundled documents (:mod:`.measure`).
+Each figure is printed with what it rests on. A size nothing gives is unknown, and so is every
+work that needs it: never 0.
 
 Per role (``Role.path``; the stage is the one that reads the role's config group):
 
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.pipeline.roles import Role
+from harness.report.tables.dataset_sizes import doc_tokens, size_figures
 from harness.report.tables.measure import scalars
 
 PAPERS = Path(__file__).resolve().parents[3] / "results" / "papers"
@@ -145,7 +148,7 @@ def longbench(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float, float, s
             return None
         rows += n
         tokens += n * length * (work["cl100k_per_zh_char"] if name in ZH_SUBSETS else work["cl100k_per_word"])
-    return rows, tokens / rows, (f"LongBench task.md ({'+'.join(names)}: {rows:g} rows, mean length x "
+    return rows, tokens / rows, (f"[cited: LongBench task.md] ({'+'.join(names)}: {rows:g} rows, mean length x "
                                  f"{work['cl100k_per_word']} cl100k tokens/word, zh x {work.get('cl100k_per_zh_char')}/character)")
 
 
@@ -165,12 +168,12 @@ def paper_length(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float | None
         wq = _stat("hichunk/table2.csv", hichunk, "stats/word_q")
         if words is not None:
             return (words * 1000 * per_word, wq * per_word if wq else None,
-                    f"HiChunk Table 2 ({hichunk}: {words:g}k words/doc) x {per_word} cl100k tokens/word")
+                    f"{words:g}k words/doc [cited: HiChunk Table 2, {hichunk}] x {per_word} cl100k tokens/word")
     if name in ("nq", "wikiweb2m"):
         row = f"{name}_{'train' if ds.get('split') == 'train' else 'test'}"
         tokens = _stat("mc_indexing/table1.csv", row, "stats/tokens_doc")
         if tokens is not None:
-            return tokens * 1000, None, f"MC-indexing Table 1 ({row}: {tokens:g}k cl100k tokens/doc)"
+            return tokens * 1000, None, f"{tokens:g}k cl100k tokens/doc [cited: MC-indexing Table 1, {row}]"
     qu_name = {"beir_stitched": str(ds.get("corpus") or ""), "ragbench": subset}.get(name, name)
     for table in ("4", "5"):
         r = _qu(qu_name, table) if qu_name else None
@@ -179,33 +182,48 @@ def paper_length(ds: dict[str, Any], work: dict[str, Any]) -> tuple[float | None
         sent = r["sent_per_doc_stitched"] if name == "beir_stitched" else r["sent_per_doc"]
         if sent:
             return (float(sent) * per_sentence, None,
-                    f"Qu et al. Table {table} ({r['dataset']}: {sent} sentences/doc) x {work['words_per_sentence']} "
+                    f"{sent} sentences/doc [cited: Qu et al. Table {table}, {r['dataset']}] x {work['words_per_sentence']} "
                     f"words/sentence x {per_word} cl100k tokens/word")
+    if found := doc_tokens(size_figures(name, ds), work):
+        return found[0], None, found[1]
     return None, None, f"no published document length for {name}{'/' + subset if subset else ''}"
 
 
 def paper_size(declared: list[dict[str, Any]], ds: dict[str, Any], work: dict[str, Any]) -> DataSize:
     """A full-scale point's size: the table's declared dataset entry, the papers' statistics,
-    the loader's own caps (``limit_docs``, ``limit_queries``)."""
+    the sizes file for what they leave out, then the loader's own caps (``limit_docs``,
+    ``limit_queries``); its source marks each figure ``[cited: ...]``, ``[counted: ...]`` or
+    ``[assumed: ...]``."""
     entry = declared[0] if declared else {}
     docs, questions = entry.get("documents"), entry.get("questions")
+    block = f"[cited: the table's paper block{', ' + str(entry['cite']) if entry.get('cite') else ''}]"
+    marks = {"documents": block if docs is not None else "", "questions": block if questions is not None else ""}
     tokens, q_tokens, where = paper_length(ds, work)
     if loader(ds) == "longbench" and (stats := longbench(ds, work)):
         questions = stats[0] if questions is None else questions
+        marks["questions"] = marks["questions"] or "[cited: LongBench task.md]"
     if docs is None and loader(ds) in ONE_DOCUMENT_PER_QUESTION:
-        docs = questions
-    for key, value in (("limit_docs", docs), ("limit_queries", questions)):
+        docs, marks["documents"] = questions, "(one per question)"
+    figures = size_figures(loader(ds), ds)
+    for key in ("documents", "questions"):   # what the paper leaves out: its publisher's or a count
+        if (docs if key == "documents" else questions) is None and key in figures:
+            f = figures[key]
+            docs, questions = (f.value, questions) if key == "documents" else (docs, f.value)
+            marks[key] = f.mark()
+    for key, what, value in (("limit_docs", "documents", docs), ("limit_queries", "questions", questions)):
         cap = ds.get(key)
-        if cap is not None and value is not None:
-            if key == "limit_docs":
-                docs = min(docs, cap)
-            else:
-                questions = min(questions, cap)
+        if cap is not None and value is not None and cap < value:
+            docs, questions = (cap, questions) if key == "limit_docs" else (docs, cap)
+            marks[what] = f"({key} of {value:g} {marks[what]})".replace(" )", ")")
     q_tokens = q_tokens or work.get("question_cl100k")
-    source = (f"{entry.get('name', 'undeclared dataset')}: {docs if docs is not None else '? (not declared)'} docs, "
-              f"{questions if questions is not None else '? (not declared)'} questions (the table's paper block); {where}")
+    source = (f"{entry.get('name', 'undeclared dataset')}: {_said(docs, 'documents', marks)}, "
+              f"{_said(questions, 'questions', marks)}; {where}")
     return DataSize(None if docs is None else float(docs), None if questions is None else float(questions),
                     tokens, q_tokens, source)
+
+
+def _said(n: float | None, what: str, marks: dict[str, str]) -> str:
+    return f"? (not declared) {what}" if n is None else f"{n:g} {what} {marks[what]}".rstrip()
 
 
 # --- work per role ----------------------------------------------------------------------------
