@@ -105,9 +105,15 @@ class PackIndex:
         if mtime == self.mtime:
             return
         self.mtime = mtime  # before listing: a pack that lands meanwhile changes it again
-        for name in os.listdir(self.folder):
-            if name not in self.seen and not name.startswith("."):  # .tmp-*: a pack being written
-                self.add(name, pack_keys(self.folder / name, self.skip))
+        new = [n for n in os.listdir(self.folder) if n not in self.seen and not n.startswith(".")]  # .tmp-*: being written
+        for name in sorted(new, key=self._written):  # a key stored again (a refreshed stage): the last write wins
+            self.add(name, pack_keys(self.folder / name, self.skip))
+
+    def _written(self, name: str) -> int:
+        try:
+            return (self.folder / name).stat().st_mtime_ns
+        except FileNotFoundError:
+            return 0
 
     def add(self, name: str, keys: list[str]) -> None:
         self.seen.add(name)

@@ -3,6 +3,8 @@ reported and recomputed, and entries stored one file each before packs existed a
 (What a real run leaves: tests/test_run_output.py.)"""
 
 
+import os
+
 import numpy as np
 import pytest
 
@@ -78,3 +80,14 @@ def test_writing_packs_flushes_by_count_and_keeps_what_was_done_before_an_error(
             raise RuntimeError("the 11th document's chunker failed")
     assert len(files(tmp_path / "chunk_doc")) == 3  # 4 + 4, and the 2 pending when it failed
     assert Cache(tmp_path).get_objects("chunk_doc", KEYS[:10]) == list(range(10))
+
+
+def test_a_key_stored_again_reads_as_the_last_write_in_another_process(tmp_path):
+    """A refreshed stage stores its documents again in a new pack beside the old one: as with an
+    entry stored alone, the last write is what every process reads."""
+    first = Cache(tmp_path)
+    first.put_objects("chunk_doc", {KEYS[0]: "old", KEYS[1]: "other"})
+    os.utime(next((tmp_path / "chunk_doc" / "packs").iterdir()), ns=(1, 1))  # written long ago
+    first.put_objects("chunk_doc", {KEYS[0]: "new"})
+    assert first.get_objects("chunk_doc", KEYS[:2]) == ["new", "other"]
+    assert Cache(tmp_path).get_objects("chunk_doc", KEYS[:2]) == ["new", "other"]

@@ -149,8 +149,8 @@ def test_a_broken_entry_already_in_the_cache_is_refused_on_read(broken, make_cfg
     from harness.pipeline.runner import config_slice, document_key
 
     doc_key = document_key(stage, [config_slice(pipeline.cfg, "chunker")], doc, stage.fingerprint(pipeline.c))
-    assert key and pipeline.cache.get("chunk_doc", doc_key) == entry
-    pipeline.cache.put("chunk_doc", doc_key, DocChunks(list(reversed(entry.chunks)), entry.seconds))
+    assert key and pipeline.cache.get_objects("chunk_doc", [doc_key]) == [entry]
+    pipeline.cache.put_objects("chunk_doc", {doc_key: DocChunks(list(reversed(entry.chunks)), entry.seconds)})
     with pytest.raises(ChunkContractError, match=rf"^Broken {BROKE_CONTRACT}: document '{doc.doc_id}', chunk 1 .*: "
                                                  r"out of document order$"):
         Pipeline(cfg, log=lambda *_: None).run()

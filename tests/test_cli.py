@@ -13,6 +13,8 @@ import pytest
 from harness import cli
 from harness.cli import judge
 from harness import registry
+from harness.cache import HEADER_BYTES
+from harness.cache_packs import pack_keys
 from tests.conftest import CONFIGS, TINY, TINY_LEXICAL, ScriptedLLM
 from tests.report.test_judge import RUN_A, RUN_B, judge_reply
 
@@ -109,20 +111,25 @@ def test_killed_run_resumes_from_its_cache(tmp_path):
     import time
 
     cache = tmp_path / "cache"
+
+    def vectors() -> int:  # stored in packs, a file per batch of texts (harness/cache_packs.py)
+        return sum(len(pack_keys(f, HEADER_BYTES)) for f in (cache / "embeddings").rglob("*")
+                   if f.is_file() and not f.name.startswith("."))
+
     args = ("dataset.domains=[law,manual,news,paper,textbook]", "tracking=none", f"cache.dir={cache}")
     p = harness(*args, cwd=tmp_path)
     deadline = time.time() + 300
     while time.time() < deadline and p.poll() is None:
-        if len(list((cache / "embeddings").rglob("*"))) > 100:  # some vectors written, not all
+        if vectors():  # a batch of vectors written, not all
             break
         time.sleep(0.2)
     assert p.poll() is None, "the run finished before it could be killed"
     p.send_signal(signal.SIGKILL)
     p.wait()
-    written = sum(1 for f in (cache / "embeddings").rglob("*") if f.is_file())
+    written = vectors()
     out = finish(harness(*args, cwd=tmp_path))
     assert "[chunk] cached" in out and "7/7 documents from cache" in out
-    assert sum(1 for f in (cache / "embeddings").rglob("*") if f.is_file()) > written
+    assert vectors() > written > 0
     assert "evidence_recall" in out
 
 

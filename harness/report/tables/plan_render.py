@@ -216,8 +216,8 @@ def cached_chunk_seconds(plans: list[TablePlan], planner: Planner) -> dict[str, 
             ds = planner.loaded.get(data_key(p.slices))
             slices = [p.slices[g] for g in stage.reads]
             code = target_digest(str(p.slices["chunker"].get("_target_", "")))  # the chunker's, unbuilt
-            entries = [cache.get(f"{stage.name}_doc", document_key(stage, slices, d, code))
-                       for d in (ds.documents if ds is not None else [])]
+            entries = cache.get_objects(f"{stage.name}_doc", [document_key(stage, slices, d, code)
+                                                              for d in (ds.documents if ds is not None else [])])
             seconds[identity] = sum(e.seconds for e in entries) if entries and all(e is not None for e in entries) else None
         return seconds[identity]
 
