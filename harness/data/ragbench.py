@@ -57,6 +57,7 @@ skipped; both are counted in the report.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -103,6 +104,22 @@ def _subsets(subset: str | Iterable[str]) -> tuple[str, ...]:
         raise ConfigError(f"subset lists a config twice: {list(names)}")
     return names
 
+
+
+@lru_cache(maxsize=1 << 16)
+def _aligned_sentences(text: str, pairs: tuple[tuple[str, str], ...],
+                       fuzzy_min_score: float | None) -> dict[str, tuple[int, int, str] | None]:
+    """Key -> (start, end, method) or None for every sentence of one passage, aligned in order so
+    that a repeated sentence takes the occurrence after its predecessor. Kept across loads of the
+    process (a table plan or a sweep loads one subset under many configs): read-only to callers."""
+    matchers = configured_matchers(fuzzy_min_score)
+    out, cursor = {}, 0
+    for key, sentence in pairs:
+        found = align_evidence(text, sentence, cursor, None, matchers)
+        out.setdefault(clean_key(key), found)
+        if found:
+            cursor = found[1]
+    return out
 
 class RAGBench(DatasetLoader):
     """``source`` (null: ``path`` when ``path`` is set, else hub): ``hub`` =
@@ -261,9 +278,7 @@ class RAGBench(DatasetLoader):
         self.count("docs_dropped_unreferenced", len(kept_docs) - len(used))
 
         alignment = AlignmentReport()
-        matchers = configured_matchers(self.fuzzy_min_score)
-        spans_cache: dict[tuple, dict[str, tuple[int, int, str] | None]] = {}
-        queries = [self._query(r, documents, alignment, matchers, spans_cache, counters)
+        queries = [self._query(r, documents, alignment, counters)
                    for r in limited]
         docs = [Document(doc_id=d, text=documents[d]["text"], language="en",
                          meta={"subset": documents[d]["subset"], "rows": documents[d]["rows"],
@@ -310,23 +325,8 @@ class RAGBench(DatasetLoader):
             out.append(row)
         return out
 
-    def _sentence_spans(self, text: str, pairs: list[tuple[str, str]], matchers,
-                        cache: dict) -> dict[str, tuple[int, int, str] | None]:
-        """Key -> (start, end, method) or None for every sentence of one passage, aligned in
-        order so that a repeated sentence takes the occurrence after its predecessor."""
-        cache_key = (text, tuple(pairs))
-        if cache_key not in cache:
-            out, cursor = {}, 0
-            for key, sentence in pairs:
-                found = align_evidence(text, sentence, cursor, None, matchers)
-                out.setdefault(clean_key(key), found)
-                if found:
-                    cursor = found[1]
-            cache[cache_key] = out
-        return cache[cache_key]
-
     def _query(self, row: dict[str, Any], documents: dict[str, dict[str, Any]],
-               alignment: AlignmentReport, matchers, cache: dict,
+               alignment: AlignmentReport,
                counters: dict[str, int]) -> Query:
         # key -> passage index, from the position of the key's sentence list
         where: dict[str, int] = {}
@@ -363,7 +363,7 @@ class RAGBench(DatasetLoader):
                 counters["evidence_in_empty_passage"] += 1
             else:
                 text = documents[doc_id]["text"]
-                found = self._sentence_spans(text, row["sentences"][i], matchers, cache)[key]
+                found = _aligned_sentences(text, tuple(row["sentences"][i]), self.fuzzy_min_score)[key]
             alignment.add(found)
             if found is None:
                 unaligned.append(sentence)

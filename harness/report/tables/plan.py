@@ -234,8 +234,11 @@ class Planner:
             if whole is None:
                 declared = [e.as_dict() for e in spec.paper.of("datasets", p.row, p.group)] if spec.paper else []
                 self.sizes[key] = paper_size(declared, slices["dataset"], self.work)
-            else:
-                self.sizes[key] = self.loaded_size(whole, slices)
+            else:  # counted once per data, whichever tables, rows and groups share it
+                counted = make_key("counted", data_key(slices))
+                if counted not in self.sizes:
+                    self.sizes[counted] = self.loaded_size(whole, slices)
+                self.sizes[key] = self.sizes[counted]
         return self.sizes[key]
 
     def loaded_size(self, dataset: dict[str, Any], slices: dict[str, Any]) -> DataSize:
